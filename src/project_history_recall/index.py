@@ -1,0 +1,199 @@
+"""The plugin's own SQLite index: schema, migrations, and the one connection rule.
+
+One file per Hermes profile (``$HERMES_HOME/plugins/project-history-recall/index.db``).
+It can always be rebuilt from the source, so a damaged file is moved aside and
+built again rather than trusted. Schema changes are appended to
+:data:`MIGRATIONS` (``PRAGMA user_version`` counts how many ran); never edit one
+that has shipped.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .errors import RecallError
+from .tokenizer import FTS_TOKENIZE, TOKENIZER_VERSION
+
+INDEX_FILENAME = "index.db"
+
+_V1 = f"""
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT);
+CREATE TABLE sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    parent_session_id TEXT,
+    started_at REAL NOT NULL DEFAULT 0,
+    ended_at REAL,
+    end_reason TEXT,
+    cwd TEXT,
+    git_branch TEXT,
+    git_repo_root TEXT,
+    repo_root TEXT,
+    branch TEXT,
+    title TEXT,
+    archived INTEGER NOT NULL DEFAULT 0,
+    hidden INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    entry_count INTEGER NOT NULL DEFAULT 0,
+    last_active REAL,
+    signature TEXT NOT NULL,
+    content_signature TEXT NOT NULL,
+    indexed_at REAL NOT NULL
+);
+CREATE TABLE entries (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    message_id INTEGER,
+    position INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    role TEXT NOT NULL,
+    tool_name TEXT,
+    timestamp REAL NOT NULL,
+    text TEXT NOT NULL,
+    context TEXT
+);
+CREATE INDEX entries_session ON entries(session_id, position);
+CREATE INDEX entries_message ON entries(message_id);
+CREATE VIRTUAL TABLE entries_fts USING fts5(tokens, content='', tokenize="{FTS_TOKENIZE}");
+CREATE TABLE probes (cwd TEXT PRIMARY KEY, repo_root TEXT, branch TEXT, probed_at REAL NOT NULL);
+"""
+
+Migration = str | Callable[[sqlite3.Connection], None]
+MIGRATIONS: list[Migration] = [_V1]
+
+
+def schema_version() -> int:
+    return len(MIGRATIONS)
+
+
+def _configure(conn: sqlite3.Connection) -> None:
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA busy_timeout=5000")
+    conn.execute("PRAGMA temp_store=MEMORY")
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    current = conn.execute("PRAGMA user_version").fetchone()[0]
+    if current > len(MIGRATIONS):
+        raise RecallError(
+            f"index schema version {current} is newer than this plugin understands ({len(MIGRATIONS)})",
+            "index_future_version",
+        )
+    for version, migration in enumerate(MIGRATIONS[current:], start=current + 1):
+        with transaction(conn):
+            if isinstance(migration, str):
+                for statement in migration.split(";"):
+                    if statement.strip():
+                        conn.execute(statement)
+            else:
+                migration(conn)
+            conn.execute(f"PRAGMA user_version = {version}")
+            conn.execute(
+                "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokenizer_version', ?)",
+                (str(TOKENIZER_VERSION),),
+            )
+
+
+@contextlib.contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+class Index:
+    """Paths and connections for one index file."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.path = data_dir / INDEX_FILENAME
+        self.lock_path = data_dir / "index.lock"
+
+    def exists(self) -> bool:
+        return self.path.is_file() and self.path.stat().st_size > 0
+
+    def connect(self) -> sqlite3.Connection:
+        """Open (creating and migrating when needed). A file that is not a usable
+        index is moved aside and replaced: the index is always rebuildable."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            return self._open()
+        except RecallError as exc:
+            if exc.code not in ("index_corrupt", "index_future_version"):
+                raise
+            self._move_aside(exc.code)
+            return self._open()
+
+    def _open(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
+        try:
+            _configure(conn)
+            _migrate(conn)
+            row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
+            if row is None or row[0] != str(TOKENIZER_VERSION):
+                raise RecallError("index was written by another tokenizer", "index_corrupt")
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise RecallError(f"index file is damaged: {exc}", "index_corrupt") from exc
+        except RecallError:
+            conn.close()
+            raise
+        return conn
+
+    def connect_readonly(self) -> sqlite3.Connection | None:
+        """A reader for an index that exists and is current; None otherwise. Never creates a file."""
+        if not self.exists():
+            return None
+        try:
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
+                                   isolation_level=None, check_same_thread=False, timeout=5.0)
+            conn.row_factory = sqlite3.Row
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            return None
+        if version != len(MIGRATIONS):
+            conn.close()
+            return None
+        return conn
+
+    def _move_aside(self, reason: str) -> None:
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        for suffix in ("", "-wal", "-shm"):
+            part = self.path.with_name(self.path.name + suffix)
+            if part.exists():
+                part.replace(part.with_name(f"{self.path.name}.{reason}-{stamp}{suffix}"))
+
+    @contextlib.contextmanager
+    def writer(self, timeout: float) -> Iterator[None]:
+        """The single-writer lock shared by every process of this profile."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.lock_path))
+        try:
+            lock.acquire(timeout=timeout)
+        except Timeout as exc:
+            raise RecallError("another process is updating the index", "index_busy") from exc
+        try:
+            yield
+        finally:
+            lock.release()
+
+
+def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    return row[0] if row else default
+
+
+def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
+    conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))

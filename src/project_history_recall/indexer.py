@@ -1,0 +1,343 @@
+"""Keeps the index in step with a source, incrementally.
+
+A refresh compares every source session's change signature (message count,
+rewind count, title, cwd, git fields, archive flag...) and the source's newest
+message id with what the index holds. A session whose messages changed is
+re-read whole and its entries replaced in one transaction; a session whose
+metadata alone changed gets its row (and title entry) updated. So a rewind, a
+``/retry`` rewrite, a retitle or a move all show up without ``--force``, and a
+refresh with nothing changed reads two small tables and stops.
+
+Only one process writes (a file lock); an interrupted run leaves every session
+either fully old or fully new, so the index stays usable.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from .index import Index, get_meta, set_meta, transaction
+from .sources import Source, SourceMessage, SourceReader, SourceSession
+from .tokenizer import index_text
+
+MAX_ENTRY_CHARS = 32_000
+RESULT_HEAD_CHARS = 240
+BATCH_SESSIONS = 200
+
+Probe = Callable[[str], tuple[str | None, str | None]]
+Progress = Callable[[int, int], None]
+
+
+def git_probe(cwd: str) -> tuple[str | None, str | None]:
+    """Repo root (linked worktrees folded into the main repo) and branch, via Hermes's own probe."""
+    if not cwd or not os.path.isdir(cwd):
+        return None, None
+    try:
+        from tui_gateway import git_probe as hermes_git
+
+        return hermes_git.common_repo_root(cwd) or None, hermes_git.branch(cwd) or None
+    except Exception:
+        return None, None
+
+
+@dataclass
+class Entry:
+    message_id: int | None
+    position: int
+    kind: str
+    role: str
+    tool_name: str | None
+    timestamp: float
+    text: str
+    context: str | None = None
+
+
+@dataclass
+class RefreshReport:
+    sessions_total: int = 0
+    sessions_updated: int = 0
+    sessions_removed: int = 0
+    messages_read: int = 0
+    entries_written: int = 0
+    seconds: float = 0.0
+    full: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.sessions_updated or self.sessions_removed)
+
+    def as_dict(self) -> dict:
+        return dict(self.__dict__)
+
+
+def searchable_text(kind: str, text: str) -> str:
+    """What the tokenizer sees for an entry: tool arguments without their JSON keys."""
+    if kind != "tool_call":
+        return text
+    name, _, arguments = text.partition(" ")
+    try:
+        values = _flatten(json.loads(arguments))
+    except (ValueError, TypeError, RecursionError):
+        return text
+    return " ".join([name, *values])
+
+
+def _flatten(value: object) -> list[str]:
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _flatten(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _flatten(v)]
+    if value is None or isinstance(value, bool):
+        return []
+    return [str(value)]
+
+
+def entry_tokens(kind: str, text: str) -> str:
+    return index_text(searchable_text(kind, text))
+
+
+def session_entries(session: SourceSession, messages: list[SourceMessage]) -> list[Entry]:
+    """What is worth finding in a session: its title, what the user typed, what the
+    assistant said (never its reasoning), and each tool call's name and arguments.
+    Tool results are not indexed; a short head rides along as the call's context."""
+    results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
+    entries: list[Entry] = []
+    if session.title:
+        entries.append(Entry(None, -1, "title", "title", None, session.started_at, session.title[:500]))
+    for position, message in enumerate(messages):
+        if message.role == "user" and message.content.strip():
+            entries.append(Entry(message.id, position, "user", "user", None, message.timestamp,
+                                 _cap(message.content)))
+        elif message.role == "assistant":
+            if message.content.strip():
+                entries.append(Entry(message.id, position, "assistant", "assistant", None,
+                                     message.timestamp, _cap(message.content)))
+            for call in message.tool_calls:
+                head = results.get(call.id)
+                entries.append(Entry(
+                    message.id, position, "tool_call", "assistant", call.name, message.timestamp,
+                    _cap(f"{call.name} {call.arguments}"),
+                    head[:RESULT_HEAD_CHARS] if head else None,
+                ))
+    return entries
+
+
+def _cap(text: str) -> str:
+    text = text.replace("\x00", "")
+    text = text.encode("utf-8", "replace").decode("utf-8")
+    return text[:MAX_ENTRY_CHARS]
+
+
+class Indexer:
+    def __init__(self, index: Index, source: Source, probe: Probe = git_probe) -> None:
+        self.index = index
+        self.source = source
+        self.probe = probe
+
+    def refresh(self, *, force: bool = False, progress: Progress | None = None,
+                lock_timeout: float = 10.0) -> RefreshReport:
+        started = time.perf_counter()
+        with self.index.writer(lock_timeout):
+            conn = self.index.connect()
+            try:
+                with self.source.read() as reader:
+                    report = self._refresh(conn, reader, force, progress)
+            finally:
+                conn.close()
+        report.seconds = round(time.perf_counter() - started, 4)
+        return report
+
+    # -- the algorithm ------------------------------------------------------
+
+    def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
+                 progress: Progress | None) -> RefreshReport:
+        source_sessions = reader.sessions()
+        max_id = reader.max_message_id()
+        report = RefreshReport(sessions_total=len(source_sessions), full=force)
+        indexed_max = int(get_meta(conn, "max_message_id", "0") or 0)
+        mirror = {
+            row["id"]: (row["signature"], row["content_signature"])
+            for row in conn.execute("SELECT id, signature, content_signature FROM sessions")
+        }
+        if force:
+            content_dirty = set(source_sessions)
+            meta_dirty: set[str] = set()
+            removed = set(mirror)
+        else:
+            new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
+            content_dirty = {
+                sid for sid, s in source_sessions.items()
+                if sid not in mirror or mirror[sid][1] != s.content_signature() or sid in new_messages
+            }
+            meta_dirty = {
+                sid for sid, s in source_sessions.items()
+                if sid not in content_dirty and mirror[sid][0] != s.signature()
+            }
+            removed = set(mirror) - set(source_sessions)
+        if not (content_dirty or meta_dirty or removed) and max_id == indexed_max:
+            return report
+
+        if force:
+            # One transaction: readers keep the old index until the new one is complete.
+            with transaction(conn):
+                self._clear(conn)
+                self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress)
+                self._finish(conn, max_id)
+            report.sessions_removed = len(removed - set(source_sessions))
+            return report
+
+        with transaction(conn):
+            for sid in removed:
+                self._delete_session(conn, sid)
+            for sid in meta_dirty:
+                self._update_meta(conn, source_sessions[sid])
+        report.sessions_removed = len(removed)
+        report.sessions_updated = len(meta_dirty)
+        ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
+        for start in range(0, len(ordered), BATCH_SESSIONS):
+            batch = ordered[start : start + BATCH_SESSIONS]
+            with transaction(conn):
+                self._write_sessions(conn, reader, source_sessions, batch, report, None)
+            if progress:
+                progress(start + len(batch), len(ordered))
+        with transaction(conn):
+            self._finish(conn, max_id)
+        return report
+
+    def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
+        set_meta(conn, "max_message_id", max_id)
+        set_meta(conn, "last_index_at", time.time())
+        generation = int(get_meta(conn, "generation", "0") or 0)
+        set_meta(conn, "generation", generation + 1)
+
+    def _clear(self, conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO entries_fts(entries_fts) VALUES ('delete-all')")
+        conn.execute("DELETE FROM entries")
+        conn.execute("DELETE FROM sessions")
+        conn.execute("DELETE FROM probes")
+
+    def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
+                        sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
+                        progress: Progress | None) -> None:
+        ids = list(ids)
+        for done, sid in enumerate(ids, start=1):
+            messages = reader.messages(sid)
+            report.messages_read += len(messages)
+            self._delete_entries(conn, sid)
+            entries = session_entries(sessions[sid], messages)
+            self._insert_entries(conn, sid, entries)
+            report.entries_written += len(entries)
+            last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
+            self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
+            report.sessions_updated += 1
+            if progress and (done % 50 == 0 or done == len(ids)):
+                progress(done, len(ids))
+
+    def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
+        for e in entries:
+            cursor = conn.execute(
+                "INSERT INTO entries(session_id, message_id, position, kind, role, tool_name, timestamp, "
+                "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context),
+            )
+            conn.execute("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
+                         (cursor.lastrowid, entry_tokens(e.kind, e.text)))
+
+    def _delete_entries(self, conn: sqlite3.Connection, sid: str, kinds: tuple[str, ...] | None = None) -> None:
+        sql = "SELECT id, kind, text FROM entries WHERE session_id = ?"
+        params: list[object] = [sid]
+        if kinds:
+            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
+            params.extend(kinds)
+        rows = conn.execute(sql, params).fetchall()
+        for row in rows:
+            # Contentless FTS5 forgets a row only when told its exact tokens again.
+            conn.execute("INSERT INTO entries_fts(entries_fts, rowid, tokens) VALUES ('delete', ?, ?)",
+                         (row["id"], entry_tokens(row["kind"], row["text"])))
+        if rows:
+            conn.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(rows))})",
+                         [r["id"] for r in rows])
+
+    def _delete_session(self, conn: sqlite3.Connection, sid: str) -> None:
+        self._delete_entries(conn, sid)
+        conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+
+    def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
+        old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
+        if old is not None and old["title"] != session.title:
+            self._delete_entries(conn, session.id, ("title",))
+            if session.title:
+                self._insert_entries(conn, session.id, [
+                    Entry(None, -1, "title", "title", None, session.started_at, session.title[:500])])
+        repo_root, branch = self._effective_git(conn, session)
+        conn.execute(
+            "UPDATE sessions SET source=?, parent_session_id=?, ended_at=?, end_reason=?, cwd=?, git_branch=?, "
+            "git_repo_root=?, repo_root=?, branch=?, title=?, archived=?, hidden=?, signature=?, indexed_at=? "
+            "WHERE id=?",
+            (session.source, session.parent_session_id, session.ended_at, session.end_reason, session.cwd,
+             session.git_branch, session.git_repo_root, repo_root, branch, session.title,
+             int(session.archived), int(session.hidden), session.signature(), time.time(), session.id),
+        )
+
+    def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
+                        entry_count: int, last_active: float) -> None:
+        repo_root, branch = self._effective_git(conn, session)
+        conn.execute(
+            "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
+            "cwd, git_branch, git_repo_root, repo_root, branch, title, archived, hidden, message_count, "
+            "entry_count, last_active, signature, content_signature, indexed_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (session.id, session.source, session.parent_session_id, session.started_at, session.ended_at,
+             session.end_reason, session.cwd, session.git_branch, session.git_repo_root, repo_root, branch,
+             session.title, int(session.archived), int(session.hidden), message_count, entry_count,
+             last_active, session.signature(), session.content_signature(), time.time()),
+        )
+
+    def _effective_git(self, conn: sqlite3.Connection, session: SourceSession) -> tuple[str | None, str | None]:
+        """The repo root and branch that attribution uses.
+
+        When the cwd exists on this machine, the probe of the cwd decides: Hermes
+        0.19 never clears a recorded ``git_repo_root``, so after a move the
+        recorded root can be stale. A cwd that is gone keeps what Hermes recorded;
+        with nothing recorded, its nearest existing folder is probed (a deleted
+        subfolder still belongs to its repo).
+        """
+        cwd = session.cwd
+        if not cwd:
+            return session.git_repo_root, session.git_branch
+        if not os.path.isdir(cwd):
+            if session.git_repo_root:
+                return session.git_repo_root, session.git_branch
+            cwd = _nearest_existing(cwd)
+            if cwd is None:
+                return None, session.git_branch
+        row = conn.execute("SELECT repo_root, branch FROM probes WHERE cwd = ?", (cwd,)).fetchone()
+        if row is None:
+            repo_root, branch = self.probe(cwd)
+            conn.execute("INSERT OR REPLACE INTO probes(cwd, repo_root, branch, probed_at) VALUES (?, ?, ?, ?)",
+                         (cwd, repo_root, branch, time.time()))
+        else:
+            repo_root, branch = row["repo_root"], row["branch"]
+        return repo_root, session.git_branch or branch
+
+
+def _nearest_existing(path: str) -> str | None:
+    """The closest existing ancestor of a missing folder, unless that is a junk root
+    (``/``, the home folder, a temp dir), where probing would only find a dotfiles repo."""
+    junk = {os.path.abspath(p) for p in ("/", os.path.expanduser("~"), tempfile.gettempdir())}
+    current = os.path.abspath(path)
+    while True:
+        parent = os.path.dirname(current)
+        if parent == current:
+            return None
+        current = parent
+        if current in junk:
+            return None
+        if os.path.isdir(current):
+            return current

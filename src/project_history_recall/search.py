@@ -1,0 +1,208 @@
+"""Project-scoped search over the index.
+
+Scope first: the sessions whose resolved project equals the asking session's
+(attribution decides; no SQL prefix match does). Then keyword candidates from
+FTS5 (BM25 over the OR of the query's units), semantic candidates when
+available, fused, grouped to one result per session.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .attribution import Identity, Resolver
+from .indexer import searchable_text
+from .tokenizer import QueryPlan, index_tokens, matched_units
+
+KINDS = ("user", "assistant", "tool_call", "title")
+CANDIDATES = 300
+
+
+@dataclass(frozen=True)
+class Filters:
+    after: float | None = None
+    before: float | None = None
+    kinds: tuple[str, ...] | None = None
+    branch: str | None = None
+
+
+@dataclass
+class Scope:
+    identity: Identity
+    session_ids: list[str]
+    sessions_in_scope: int
+    identities: dict[str, Identity] = field(default_factory=dict)
+
+
+@dataclass
+class Hit:
+    entry_id: int
+    session_id: str
+    message_id: int | None
+    kind: str
+    text: str
+    timestamp: float
+    keyword_score: float = 0.0
+    semantic_score: float = 0.0
+    keyword_rank: int | None = None
+    semantic_rank: int | None = None
+    score: float = 0.0
+
+    @property
+    def score_source(self) -> str:
+        if self.keyword_rank is not None and self.semantic_rank is not None:
+            return "both"
+        return "semantic" if self.semantic_rank is not None else "keyword"
+
+
+@dataclass
+class SessionResult:
+    session_id: str
+    best: Hit
+    score: float
+    hits: list[Hit]
+
+
+def session_identities(conn: sqlite3.Connection, resolver: Resolver) -> dict[str, tuple[Identity, sqlite3.Row]]:
+    """Every indexed session's project, resolved once per distinct (cwd, repo root)."""
+    cache: dict[tuple[str | None, str | None], Identity] = {}
+    result = {}
+    for row in conn.execute(
+        "SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions"
+    ):
+        key = (row["cwd"], row["repo_root"])
+        identity = cache.get(key)
+        if identity is None:
+            identity = cache[key] = resolver.resolve(*key)
+        result[row["id"]] = (identity, row)
+    return result
+
+
+def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, current_id: str | None,
+                  *, everywhere: bool = False, branch: str | None = None) -> Scope:
+    """The visible (not archived, not hidden) sessions of ``identity``'s project,
+    the current one excluded; ``everywhere`` widens to every project on purpose."""
+    members: list[str] = []
+    identities: dict[str, Identity] = {}
+    in_scope = 0
+    for sid, (ident, row) in session_identities(conn, resolver).items():
+        if row["archived"] or row["hidden"]:
+            continue
+        if not everywhere and ident.scope_key != identity.scope_key:
+            continue
+        if branch and row["branch"] and row["branch"] != branch:
+            continue
+        in_scope += 1
+        if sid != current_id:
+            members.append(sid)
+            identities[sid] = ident
+    return Scope(identity, members, in_scope, identities)
+
+
+def _filter_sql(filters: Filters) -> tuple[str, list[object]]:
+    clauses: list[str] = []
+    params: list[object] = []
+    if filters.after is not None:
+        clauses.append("e.timestamp >= ?")
+        params.append(filters.after)
+    if filters.before is not None:
+        clauses.append("e.timestamp < ?")
+        params.append(filters.before)
+    if filters.kinds:
+        clauses.append(f"e.kind IN ({','.join('?' * len(filters.kinds))})")
+        params.extend(filters.kinds)
+    return "".join(f" AND {c}" for c in clauses), params
+
+
+def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str], filters: Filters,
+                 limit: int = CANDIDATES) -> list[Hit]:
+    """BM25-ranked entries in scope. FTS5 syntax can never reach the model: the plan
+    quotes every token, and any FTS error falls back to a LIKE scan."""
+    if not session_ids or plan.empty:
+        return []
+    scope_json = json.dumps(session_ids)
+    extra, params = _filter_sql(filters)
+    hits: list[Hit] = []
+    if plan.units:
+        sql = (
+            "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, bm25(entries_fts) AS rank "
+            "FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
+            "WHERE entries_fts MATCH ? AND e.session_id IN (SELECT value FROM json_each(?))"
+            f"{extra} ORDER BY rank LIMIT ?"
+        )
+        try:
+            rows = conn.execute(sql, [plan.match_any(), scope_json, *params, limit]).fetchall()
+            hits = [_hit(r, -float(r["rank"])) for r in rows]
+        except sqlite3.OperationalError:
+            hits = _like_hits(conn, [u.label for u in plan.units], scope_json, extra, params, limit)
+    if plan.substrings:
+        seen = {h.entry_id for h in hits}
+        hits += [h for h in _like_hits(conn, list(plan.substrings), scope_json, extra, params, limit)
+                 if h.entry_id not in seen]
+    return hits
+
+
+def _hit(row: sqlite3.Row, score: float) -> Hit:
+    return Hit(row["id"], row["session_id"], row["message_id"], row["kind"], row["text"], row["timestamp"],
+               keyword_score=score)
+
+
+def _like_hits(conn: sqlite3.Connection, terms: list[str], scope_json: str, extra: str, params: list[object],
+               limit: int) -> list[Hit]:
+    terms = [t for t in terms if t][:8]
+    if not terms:
+        return []
+    like = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in terms)
+    patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
+    rows = conn.execute(
+        "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp FROM entries e "
+        f"WHERE e.session_id IN (SELECT value FROM json_each(?)) AND ({like}){extra} "
+        "ORDER BY e.timestamp DESC LIMIT ?",
+        [scope_json, *patterns, *params, limit],
+    ).fetchall()
+    hits = []
+    for row in rows:
+        lowered = row["text"].lower()
+        hits.append(_hit(row, float(sum(lowered.count(t.lower()) > 0 for t in terms))))
+    return hits
+
+
+def rank_keyword(hits: list[Hit]) -> None:
+    for rank, hit in enumerate(sorted(hits, key=lambda h: (-h.keyword_score, h.entry_id)), start=1):
+        hit.keyword_rank = rank
+        hit.score = hit.keyword_score
+
+
+def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> list[SessionResult]:
+    """One result per session, ranked by its best message, with credit for a session
+    whose messages together cover more of the query (several strong messages beat one
+    lucky word)."""
+    by_session: dict[str, list[Hit]] = defaultdict(list)
+    for hit in hits:
+        by_session[hit.session_id].append(hit)
+    coverage: dict[str, float] = {}
+    if plan is not None and len(plan.units) > 1:
+        units_by_session: dict[str, set[str]] = defaultdict(set)
+        for hit in hits:
+            if hit.keyword_rank is None:
+                continue
+            tokens = index_tokens(searchable_text(hit.kind, hit.text))
+            units_by_session[hit.session_id].update(u.label for u in matched_units(plan, tokens))
+        reachable = set().union(*units_by_session.values()) if units_by_session else set()
+        if reachable:
+            coverage = {sid: len(u) / len(reachable) for sid, u in units_by_session.items()}
+    results = []
+    for sid, session_hits in by_session.items():
+        session_hits.sort(key=lambda h: (-h.score, h.entry_id))
+        top = [h.score for h in session_hits[:3]]
+        score = top[0] + 0.25 * sum(top[1:])
+        if coverage:
+            score *= 0.5 + 0.5 * coverage.get(sid, 0.0)
+        # A title helps rank its session, but the answer shown is a real message when one matched.
+        shown = next((h for h in session_hits if h.kind != "title"), session_hits[0])
+        results.append(SessionResult(sid, shown, score, session_hits))
+    results.sort(key=lambda r: (-r.score, r.session_id))
+    return results[:limit]

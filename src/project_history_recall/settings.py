@@ -1,0 +1,90 @@
+"""Plugin settings, read from Hermes's ``config.yaml`` under
+``plugins.entries.project-history-recall`` (Hermes's own place for plugin settings)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+PLUGIN_NAME = "project-history-recall"
+
+
+@dataclass(frozen=True)
+class EmbeddingSettings:
+    provider: str = "local"
+    model: str = ""
+    base_url: str = ""
+    chunk_size: int = 512
+    chunk_overlap: int = 64
+    top_k: int = 20
+    enabled: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+@dataclass(frozen=True)
+class Settings:
+    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    auto_build: bool = True
+    auto_index: bool = True
+    inject_results: bool = False
+    chain_block: bool = False
+    update_check: bool = True
+    update_check_interval_hours: float = 6.0
+    home_cwd: str = ""  # Hermes's terminal.cwd: where a session moved to Home goes
+
+    @classmethod
+    def from_config(cls, config: dict[str, Any] | None) -> Settings:
+        config = config if isinstance(config, dict) else {}
+        entries = _section(_section(config, "plugins"), "entries")
+        block = _section(entries, PLUGIN_NAME)
+        emb = _section(block, "embedding")
+        defaults = EmbeddingSettings()
+        embedding = EmbeddingSettings(
+            provider=_str(emb.get("provider"), defaults.provider).lower(),
+            model=_str(emb.get("model"), defaults.model),
+            base_url=_str(emb.get("base_url"), defaults.base_url),
+            chunk_size=_int(emb.get("chunk_size"), defaults.chunk_size, 32, 8192),
+            chunk_overlap=_int(emb.get("chunk_overlap"), defaults.chunk_overlap, 0, 4096),
+            top_k=_int(emb.get("top_k"), defaults.top_k, 1, 200),
+            enabled=_bool(emb.get("enabled"), defaults.enabled),
+        )
+        return cls(
+            embedding=embedding,
+            auto_build=_bool(block.get("auto_build"), True),
+            auto_index=_bool(block.get("auto_index"), True),
+            inject_results=_bool(block.get("inject_results"), False),
+            chain_block=_bool(block.get("chain_block"), False),
+            update_check=_bool(block.get("update_check"), True),
+            update_check_interval_hours=float(
+                _int(block.get("update_check_interval_hours"), 6, 0, 24 * 365)),
+            home_cwd=_str(_section(config, "terminal").get("cwd"), ""),
+        )
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
+    value = data.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _str(value: Any, default: str) -> str:
+    return value.strip() if isinstance(value, str) and value.strip() else default
+
+
+def _bool(value: Any, default: bool) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in {"true", "yes", "on", "1", "false", "no", "off", "0"}:
+        return value.strip().lower() in {"true", "yes", "on", "1"}
+    return default
+
+
+def _int(value: Any, default: int, low: int, high: int) -> int:
+    if isinstance(value, bool):
+        return default
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        return default
+    return max(low, min(high, number))

@@ -1,0 +1,96 @@
+"""Where histories come from.
+
+The indexer only sees the :class:`Source` protocol: sessions with a change
+signature, the messages of one session, and a high-water mark for new messages.
+Hermes's ``state.db`` is the first source; another agent's history is another
+module here, without touching the index, search or tools.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SourceSession:
+    id: str
+    source: str
+    started_at: float
+    parent_session_id: str | None = None
+    ended_at: float | None = None
+    end_reason: str | None = None
+    cwd: str | None = None
+    git_branch: str | None = None
+    git_repo_root: str | None = None
+    title: str | None = None
+    archived: bool = False
+    hidden: bool = False
+    message_count: int = 0
+    rewind_count: int = 0
+
+    def signature(self) -> str:
+        """Everything whose change means the indexed copy of this session is stale."""
+        return "\x1f".join(
+            str(v)
+            for v in (
+                self.source,
+                self.parent_session_id,
+                self.ended_at,
+                self.end_reason,
+                self.cwd,
+                self.git_branch,
+                self.git_repo_root,
+                self.title,
+                int(self.archived),
+                int(self.hidden),
+                self.message_count,
+                self.rewind_count,
+            )
+        )
+
+    def content_signature(self) -> str:
+        """The part of the signature that means the messages must be re-read."""
+        return f"{self.message_count}\x1f{self.rewind_count}"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class SourceMessage:
+    id: int
+    role: str
+    content: str
+    timestamp: float
+    tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
+    tool_name: str | None = None
+    tool_call_id: str | None = None
+
+
+class SourceReader(Protocol):
+    """A consistent read view of one source (one read transaction)."""
+
+    def sessions(self) -> dict[str, SourceSession]: ...
+
+    def max_message_id(self) -> int: ...
+
+    def sessions_with_messages_after(self, message_id: int) -> set[str]: ...
+
+    def messages(self, session_id: str) -> list[SourceMessage]: ...
+
+    def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]: ...
+
+
+class Source(Protocol):
+    name: str
+
+    def exists(self) -> bool: ...
+
+    def read(self) -> AbstractContextManager[SourceReader]: ...

@@ -1,0 +1,229 @@
+"""Hermes's ``state.db``, read-only.
+
+Opened with ``mode=ro`` so nothing here can write it; the plugin's one write to
+Hermes (``SessionDB.update_session_cwd``) lives in :mod:`project_history_recall.moving`.
+Columns are discovered with ``PRAGMA table_info`` so a ``state.db`` from an
+older or newer Hermes still reads (missing columns get their defaults).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from ..errors import RecallError, no_db
+from . import SourceMessage, SourceSession, ToolCall
+
+_CONTENT_JSON_PREFIX = "\x00json:"
+HIDDEN_SOURCES = ("subagent", "tool")
+_SESSION_DEFAULTS = {
+    "parent_session_id": "NULL",
+    "ended_at": "NULL",
+    "end_reason": "NULL",
+    "cwd": "NULL",
+    "git_branch": "NULL",
+    "git_repo_root": "NULL",
+    "title": "NULL",
+    "archived": "0",
+    "message_count": "0",
+    "rewind_count": "0",
+    "model_config": "NULL",
+    "source": "'unknown'",
+    "started_at": "0",
+}
+_MESSAGE_DEFAULTS = {
+    "content": "NULL",
+    "tool_calls": "NULL",
+    "tool_name": "NULL",
+    "tool_call_id": "NULL",
+    "timestamp": "0",
+    "active": "1",
+}
+
+
+def connect_readonly(path: Path, timeout: float = 1.0) -> sqlite3.Connection:
+    """A read-only connection; raises ``no_db`` when the file is missing."""
+    if not path.is_file():
+        raise no_db(path)
+    try:
+        conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout,
+                               isolation_level=None, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise RecallError(f"cannot read session database {path}: {exc}", "db_unreadable") from exc
+    return conn
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _select_list(available: set[str], defaults: dict[str, str], required: tuple[str, ...]) -> str:
+    missing = [c for c in required if c not in available]
+    if missing:
+        raise RecallError(
+            f"state.db has no column(s) {', '.join(missing)}: not a Hermes session database this "
+            "plugin understands", "unsupported_schema")
+    cols = list(required) + [f"{c}" if c in available else f"{d} AS {c}" for c, d in defaults.items()]
+    return ", ".join(dict.fromkeys(cols))
+
+
+def decode_content(value: object) -> str:
+    """Message content as text: multimodal parts keep their text, other parts are dropped."""
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        value = value.decode("utf-8", "replace")
+    text = str(value)
+    if text.startswith(_CONTENT_JSON_PREFIX):
+        try:
+            parts = json.loads(text[len(_CONTENT_JSON_PREFIX):])
+        except (ValueError, TypeError):
+            return text[len(_CONTENT_JSON_PREFIX):]
+        return _parts_text(parts)
+    return text
+
+
+def _parts_text(parts: object) -> str:
+    if isinstance(parts, str):
+        return parts
+    if isinstance(parts, dict):
+        parts = [parts]
+    if not isinstance(parts, list):
+        return ""
+    texts = [p.get("text", "") for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(t for t in texts if t)
+
+
+def decode_tool_calls(value: object) -> tuple[ToolCall, ...]:
+    """Tool calls from the JSON column; anything malformed is skipped, never raised."""
+    if not value:
+        return ()
+    try:
+        data = json.loads(value) if isinstance(value, str | bytes) else value
+    except (ValueError, TypeError):
+        return ()
+    if isinstance(data, dict):
+        data = [data]
+    if not isinstance(data, list):
+        return ()
+    calls = []
+    for item in data:
+        if not isinstance(item, dict):
+            continue
+        nested = item.get("function")
+        function: dict = nested if isinstance(nested, dict) else item
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            continue
+        arguments = function.get("arguments", "")
+        if not isinstance(arguments, str):
+            try:
+                arguments = json.dumps(arguments, ensure_ascii=False)
+            except (TypeError, ValueError):
+                arguments = str(arguments)
+        calls.append(ToolCall(id=str(item.get("id") or ""), name=name, arguments=arguments))
+    return tuple(calls)
+
+
+def _is_delegate(model_config: object) -> bool:
+    if not model_config:
+        return False
+    try:
+        data = json.loads(model_config) if isinstance(model_config, str | bytes) else model_config
+    except (ValueError, TypeError):
+        return False
+    return isinstance(data, dict) and bool(data.get("_delegate_from"))
+
+
+class HermesReader:
+    """One read transaction over ``state.db``: every call sees the same snapshot."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self._session_cols = _select_list(_columns(conn, "sessions"), _SESSION_DEFAULTS, ("id",))
+        self._message_cols = _select_list(
+            _columns(conn, "messages"), _MESSAGE_DEFAULTS, ("id", "session_id", "role"))
+
+    def sessions(self) -> dict[str, SourceSession]:
+        result = {}
+        for row in self._conn.execute(f"SELECT {self._session_cols} FROM sessions"):
+            source = str(row["source"] or "unknown")
+            result[row["id"]] = SourceSession(
+                id=row["id"],
+                source=source,
+                started_at=float(row["started_at"] or 0),
+                parent_session_id=row["parent_session_id"],
+                ended_at=row["ended_at"],
+                end_reason=row["end_reason"],
+                cwd=row["cwd"] or None,
+                git_branch=row["git_branch"] or None,
+                git_repo_root=row["git_repo_root"] or None,
+                title=row["title"] or None,
+                archived=bool(row["archived"]),
+                hidden=source in HIDDEN_SOURCES or _is_delegate(row["model_config"]),
+                message_count=int(row["message_count"] or 0),
+                rewind_count=int(row["rewind_count"] or 0),
+            )
+        return result
+
+    def max_message_id(self) -> int:
+        return int(self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
+
+    def sessions_with_messages_after(self, message_id: int) -> set[str]:
+        rows = self._conn.execute("SELECT DISTINCT session_id FROM messages WHERE id > ?", (message_id,))
+        return {r[0] for r in rows}
+
+    def _message(self, row: sqlite3.Row) -> SourceMessage:
+        return SourceMessage(
+            id=int(row["id"]),
+            role=str(row["role"]),
+            content=decode_content(row["content"]),
+            timestamp=float(row["timestamp"] or 0),
+            tool_calls=decode_tool_calls(row["tool_calls"]),
+            tool_name=row["tool_name"],
+            tool_call_id=row["tool_call_id"],
+        )
+
+    def messages(self, session_id: str) -> list[SourceMessage]:
+        rows = self._conn.execute(
+            f"SELECT {self._message_cols} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
+            (session_id,),
+        )
+        return [self._message(r) for r in rows]
+
+    def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]:
+        rows = self._conn.execute(
+            f"SELECT {self._message_cols} FROM messages WHERE active = 1 ORDER BY session_id, id")
+        for row in rows:
+            yield row["session_id"], self._message(row)
+
+
+class HermesSource:
+    """``$HERMES_HOME/state.db`` as a :class:`~project_history_recall.sources.Source`."""
+
+    name = "hermes"
+
+    def __init__(self, db_path: Path) -> None:
+        self.db_path = db_path
+
+    def exists(self) -> bool:
+        return self.db_path.is_file()
+
+    @contextmanager
+    def read(self) -> Iterator[HermesReader]:
+        conn = connect_readonly(self.db_path)
+        try:
+            conn.execute("BEGIN")
+            try:
+                yield HermesReader(conn)
+            finally:
+                conn.execute("ROLLBACK")
+        except sqlite3.DatabaseError as exc:
+            raise RecallError(f"cannot read session database {self.db_path}: {exc}", "db_unreadable") from exc
+        finally:
+            conn.close()

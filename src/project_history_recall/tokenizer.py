@@ -1,0 +1,234 @@
+"""One tokenizer for writing the index and for reading it (pure: no I/O).
+
+SQLite's ``unicode61`` sees ``我今天在改广告SDK`` as one token and ``trigram``
+needs three characters, so neither finds the two-character word ``广告``. We
+tokenize in Python and hand FTS5 a space-separated stream it only has to split
+on spaces:
+
+* Chinese/Japanese runs become overlapping bigrams (``广告点击`` → ``广告 告点
+  点击``); a one-character run stays a unigram.
+* Words are lowercased. A code identifier (``settings-prod.yaml``,
+  ``retry_policy``, ``RetryPolicy``) is emitted whole *and* as its parts, whole
+  first, so the parts stay consecutive and a query can ask for them as a phrase.
+* Traditional characters are folded to simplified (OpenCC) on both sides.
+
+The FTS5 table is declared with :data:`FTS_TOKENIZE` so that the characters
+that join identifier parts stay inside a token.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+TOKENIZER_VERSION = 1
+
+#: Declaration for the FTS5 table: our stream is already tokenized; porter
+#: folds English inflections (``timeouts`` → ``timeout``) identically on both sides.
+FTS_TOKENIZE = "porter unicode61 remove_diacritics 2 tokenchars '-_./:'"
+
+_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+# A run of CJK characters, or a word that may be a compound identifier (parts
+# made of letters/digits joined by - _ . / :). Letters exclude CJK so that a
+# CJK/ASCII boundary always splits.
+_WORD = r"[^\W_" + _CJK + r"]"
+_SCAN = re.compile(
+    rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
+)
+_ATOM = re.compile(rf"{_WORD}+")
+_CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+MAX_TOKEN_CHARS = 64
+
+_ENGLISH_STOPWORDS = frozenset(
+    "a about above after again all also am an and any are as at be been before being below between both "
+    "but by can could did do does doing done down during each few for from further had has have having he "
+    "her here hers how i if in into is it its itself just last let me more most my no nor not now of off "
+    "on once only or other our ours out over own please same she should so some such than that the their "
+    "theirs them then there these they this those through to too under until up us very was we were what "
+    "when where which while who whom why will with would you your yours yourself week weeks ago time "
+    "times thing things way something anything tell remember recall earlier previous previously before "
+    "did we decide"
+    .split()
+)
+_CHINESE_STOP_BIGRAMS = frozenset(
+    "我们 你们 他们 什么 怎么 怎样 如何 为什 为何 之前 以前 上次 上周 上个 那次 时候 一下 这个 那个 哪个 "
+    "哪里 是不 不是 有没 没有 是否 一个 的是 了吗 吗的 当时 后来 最后 时间 我的 你的 的时 候的 的那 那些 "
+    "这些 还是 就是 可以 能不 做了 做的 讨论 说过 决定 提到 说的 问题 处理 过的 过什 么时"
+    .split()
+)
+
+
+@lru_cache(maxsize=1)
+def _t2s():
+    try:
+        import opencc
+
+        return opencc.OpenCC("t2s").convert
+    except Exception:  # OpenCC missing or broken: keep characters as they are.
+        return lambda text: text
+
+
+def normalize(text: str) -> str:
+    """NFKC (full-width → ASCII), Traditional → Simplified; case is kept."""
+    text = unicodedata.normalize("NFKC", text)
+    if _HAN.search(text):
+        text = _t2s()(text)
+    return text
+
+
+def _cjk_grams(run: str) -> list[str]:
+    if len(run) == 1:
+        return [run]
+    return [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def _word_parts(word: str) -> list[str]:
+    parts: list[str] = []
+    for atom in _ATOM.findall(word):
+        pieces = _CAMEL.findall(atom) if not atom.islower() else [atom]
+        parts.extend(p.lower() for p in pieces if p)
+    return parts
+
+
+def _word_tokens(word: str) -> list[str]:
+    """Whole word (lowercased) followed by its parts when it has more than one."""
+    core = word.strip("_")
+    if not core:
+        return []
+    whole = core.lower()[:MAX_TOKEN_CHARS]
+    parts = [p[:MAX_TOKEN_CHARS] for p in _word_parts(core)]
+    if len(parts) <= 1 and parts == [whole]:
+        return [whole]
+    return [whole, *parts] if parts else [whole]
+
+
+def _scan(text: str) -> Iterator[tuple[str, str]]:
+    for match in _SCAN.finditer(text):
+        if match.group("cjk"):
+            yield "cjk", match.group("cjk")
+        else:
+            yield "word", match.group("word")
+
+
+def index_tokens(text: str) -> list[str]:
+    """The token stream written to the index for ``text``."""
+    if not text:
+        return []
+    tokens: list[str] = []
+    for kind, run in _scan(normalize(text)):
+        tokens.extend(_cjk_grams(run) if kind == "cjk" else _word_tokens(run))
+    return tokens
+
+
+def index_text(text: str) -> str:
+    return " ".join(index_tokens(text))
+
+
+def _quote(token: str) -> str:
+    return '"' + token.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One thing the query asks for: an FTS5 expression and the tokens that satisfy it.
+
+    ``alternatives`` are token sequences; the unit is present in a text when any
+    of them occurs there as consecutive tokens.
+    """
+
+    label: str
+    alternatives: tuple[tuple[str, ...], ...]
+
+    @property
+    def fts(self) -> str:
+        exprs = [_quote(" ".join(alt)) for alt in self.alternatives]
+        return exprs[0] if len(exprs) == 1 else "(" + " OR ".join(exprs) + ")"
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """What a query asks the keyword index for.
+
+    ``units`` are OR-ed for recall and ranked by BM25; ``substrings`` are
+    single CJK characters, which no bigram can match, looked up with LIKE.
+    """
+
+    units: tuple[Unit, ...] = field(default_factory=tuple)
+    substrings: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def empty(self) -> bool:
+        return not self.units and not self.substrings
+
+    def match_any(self) -> str:
+        return " OR ".join(u.fts for u in self.units)
+
+    def match_all(self) -> str:
+        return " AND ".join(u.fts for u in self.units)
+
+
+def plan_query(query: str) -> QueryPlan:
+    """Turn a user's words into units: identifiers whole or as a phrase of their parts,
+    CJK runs as their bigrams (plus the whole run as a phrase), words as themselves.
+    Stop words are dropped unless nothing else is left."""
+    units: list[Unit] = []
+    substrings: list[str] = []
+    stopped: list[Unit] = []
+    seen: set[tuple[tuple[str, ...], ...]] = set()
+
+    def add(unit: Unit, stop: bool) -> None:
+        if unit.alternatives in seen:
+            return
+        seen.add(unit.alternatives)
+        (stopped if stop else units).append(unit)
+
+    for kind, run in _scan(normalize(query or "")[:2048]):
+        if kind == "cjk":
+            if len(run) == 1:
+                substrings.append(run)
+                continue
+            grams = _cjk_grams(run)
+            for gram in grams:
+                add(Unit(gram, ((gram,),)), gram in _CHINESE_STOP_BIGRAMS)
+            if len(grams) > 1:
+                content = [g for g in grams if g not in _CHINESE_STOP_BIGRAMS]
+                if len(content) > 1:
+                    add(Unit(run, (tuple(grams),)), False)
+            continue
+        tokens = _word_tokens(run)
+        if not tokens:
+            continue
+        whole, parts = tokens[0], tuple(tokens[1:])
+        alternatives = ((whole,), parts) if parts else ((whole,),)
+        add(Unit(whole, alternatives), not parts and whole in _ENGLISH_STOPWORDS)
+    if not units:
+        units = stopped
+    return QueryPlan(tuple(units[:32]), tuple(dict.fromkeys(substrings))[:8])
+
+
+def contains_sequence(tokens: list[str], sequence: tuple[str, ...]) -> bool:
+    n = len(sequence)
+    if n == 1:
+        return sequence[0] in tokens
+    return any(tokens[i : i + n] == list(sequence) for i in range(len(tokens) - n + 1))
+
+
+def matched_units(plan: QueryPlan, tokens: list[str]) -> list[Unit]:
+    """The plan's units present in a token stream (for snippets and coverage)."""
+    token_set = set(tokens)
+    found = []
+    for unit in plan.units:
+        for alt in unit.alternatives:
+            if all(t in token_set for t in alt) and contains_sequence(tokens, alt):
+                found.append(unit)
+                break
+    return found
+
+
+def idf(total_docs: int, doc_freq: int) -> float:
+    return math.log(1.0 + (total_docs - doc_freq + 0.5) / (doc_freq + 0.5))
