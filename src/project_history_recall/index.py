@@ -64,8 +64,48 @@ CREATE VIRTUAL TABLE entries_fts USING fts5(tokens, content='', tokenize="{FTS_T
 CREATE TABLE probes (cwd TEXT PRIMARY KEY, repo_root TEXT, branch TEXT, probed_at REAL NOT NULL);
 """
 
+# Semantic search (seed 000 §4.4): one vector per chunk of an entry, keyed by content
+# hash and model fingerprint so nothing unchanged is embedded twice and vectors of
+# different models are never compared.
+_V2 = """
+CREATE TABLE chunks (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    message_id INTEGER NOT NULL,
+    chunk_index INTEGER NOT NULL,
+    content_hash TEXT NOT NULL,
+    model_fingerprint TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    created_at REAL NOT NULL,
+    UNIQUE(session_id, message_id, chunk_index, model_fingerprint)
+);
+CREATE INDEX chunks_fingerprint_session ON chunks(model_fingerprint, session_id);
+CREATE INDEX chunks_hash ON chunks(content_hash, model_fingerprint)
+"""
+
+# The coding scene (seed 003): every recorded edit of a file, oldest first.
+_V3 = """
+CREATE TABLE edits (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    message_id INTEGER,
+    timestamp REAL NOT NULL,
+    repo_root TEXT,
+    branch TEXT,
+    path TEXT NOT NULL,
+    symbol TEXT,
+    tool TEXT NOT NULL,
+    old_text TEXT,
+    new_text TEXT,
+    patch TEXT NOT NULL,
+    said TEXT
+);
+CREATE INDEX edits_path ON edits(path, timestamp);
+CREATE INDEX edits_session ON edits(session_id)
+"""
+
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3]
 
 
 def schema_version() -> int:

@@ -21,6 +21,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Protocol
 
 from .index import Index, get_meta, set_meta, transaction
 from .sources import Source, SourceMessage, SourceReader, SourceSession
@@ -32,6 +33,18 @@ BATCH_SESSIONS = 200
 
 Probe = Callable[[str], tuple[str | None, str | None]]
 Progress = Callable[[int, int], None]
+
+
+class IndexExtension(Protocol):
+    """Something more the indexer derives from each session, in the same transaction
+    (the edit chain is one). ``repo_root`` and ``branch`` are the effective ones."""
+
+    def session_written(self, conn: sqlite3.Connection, session: SourceSession, messages: list[SourceMessage],
+                        repo_root: str | None, branch: str | None) -> None: ...
+
+    def session_deleted(self, conn: sqlite3.Connection, session_id: str) -> None: ...
+
+    def cleared(self, conn: sqlite3.Connection) -> None: ...
 
 
 def git_probe(cwd: str) -> tuple[str | None, str | None]:
@@ -135,10 +148,12 @@ def _cap(text: str) -> str:
 
 
 class Indexer:
-    def __init__(self, index: Index, source: Source, probe: Probe = git_probe) -> None:
+    def __init__(self, index: Index, source: Source, probe: Probe = git_probe,
+                 extensions: Iterable[IndexExtension] = ()) -> None:
         self.index = index
         self.source = source
         self.probe = probe
+        self.extensions = list(extensions)
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
@@ -221,6 +236,8 @@ class Indexer:
         conn.execute("DELETE FROM entries")
         conn.execute("DELETE FROM sessions")
         conn.execute("DELETE FROM probes")
+        for extension in self.extensions:
+            extension.cleared(conn)
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
@@ -234,7 +251,10 @@ class Indexer:
             self._insert_entries(conn, sid, entries)
             report.entries_written += len(entries)
             last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
-            self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
+            repo_root, branch = self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
+            for extension in self.extensions:
+                extension.session_deleted(conn, sid)
+                extension.session_written(conn, sessions[sid], messages, repo_root, branch)
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == len(ids)):
                 progress(done, len(ids))
@@ -267,6 +287,8 @@ class Indexer:
     def _delete_session(self, conn: sqlite3.Connection, sid: str) -> None:
         self._delete_entries(conn, sid)
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+        for extension in self.extensions:
+            extension.session_deleted(conn, sid)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
         old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
@@ -286,7 +308,7 @@ class Indexer:
         )
 
     def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
-                        entry_count: int, last_active: float) -> None:
+                        entry_count: int, last_active: float) -> tuple[str | None, str | None]:
         repo_root, branch = self._effective_git(conn, session)
         conn.execute(
             "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
@@ -298,6 +320,7 @@ class Indexer:
              session.title, int(session.archived), int(session.hidden), message_count, entry_count,
              last_active, session.signature(), session.content_signature(), time.time()),
         )
+        return repo_root, branch
 
     def _effective_git(self, conn: sqlite3.Connection, session: SourceSession) -> tuple[str | None, str | None]:
         """The repo root and branch that attribution uses.

@@ -1,0 +1,111 @@
+"""Real Hermes homes for tests, written only through Hermes's own APIs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_cli import projects_db
+from hermes_state import SessionDB
+
+from project_history_recall.recall import Recall
+
+
+def git_init(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    subprocess.run(["git", "init", "-q", "-b", "main", str(path)], check=True)
+    subprocess.run(["git", "-C", str(path), "-c", "user.email=t@example.com", "-c", "user.name=t",
+                    "commit", "-q", "--allow-empty", "-m", "init"], check=True)
+    return path
+
+
+def add_worktree(repo: Path, path: Path, branch: str) -> Path:
+    subprocess.run(["git", "-C", str(repo), "worktree", "add", "-q", "-b", branch, str(path)], check=True)
+    return path
+
+
+def tool_call(call_id: str, name: str, arguments: dict) -> dict:
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+
+@dataclass
+class History:
+    """A Hermes home under ``root`` with a state.db (and projects.db on demand)."""
+
+    root: Path
+    clock: float = 1_767_000_000.0
+    db: SessionDB = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self.db = SessionDB(db_path=self.root / "state.db")
+
+    def close(self) -> None:
+        self.db.close()
+
+    def project(self, name: str, *folders: Path, primary: Path | None = None) -> str:
+        with projects_db.connect_closing(self.root / "projects.db") as conn:
+            return projects_db.create_project(conn, name=name, folders=[str(f) for f in folders],
+                                              primary_path=str(primary) if primary else None)
+
+    def session(self, sid: str, cwd: Path | str | None, *messages: str | tuple, title: str | None = None,
+                source: str = "cli", repo_root: str | None = None, branch: str | None = None,
+                parent: str | None = None, model_config: dict | None = None) -> list[int]:
+        """Create a session; plain strings alternate user/assistant, tuples are (role, content[, extra])."""
+        self.db.create_session(sid, source, cwd=str(cwd) if cwd else None, parent_session_id=parent,
+                               model_config=model_config)
+        if cwd and (repo_root or branch):
+            self.db.update_session_cwd(sid, str(cwd), git_branch=branch, git_repo_root=repo_root)
+        ids = [self.say(sid, m, i) for i, m in enumerate(messages)]
+        if title:
+            self.db.set_session_title(sid, title)
+        return ids
+
+    def say(self, sid: str, message: str | tuple, position: int = 0) -> int:
+        self.clock += 60
+        if isinstance(message, str):
+            role = "user" if position % 2 == 0 else "assistant"
+            return self.db.append_message(sid, role, message, timestamp=self.clock)
+        role, content, *extra = message
+        kwargs = extra[0] if extra else {}
+        return self.db.append_message(sid, role, content, timestamp=self.clock, **kwargs)
+
+    def recall(self, **kwargs) -> Recall:
+        return Recall(self.root, **kwargs)
+
+
+def file_digest(path: Path) -> str:
+    """The bytes of a SQLite database as committed: main file plus WAL."""
+    h = hashlib.sha256()
+    for part in (path, path.with_name(path.name + "-wal")):
+        if part.exists():
+            h.update(part.read_bytes())
+    return h.hexdigest()
+
+
+def session_ids(response: dict) -> list[str]:
+    assert response["success"], response
+    return [r["session_id"] for r in response["results"]]
+
+
+def register_plugin() -> dict:
+    """Register the plugin through a real Hermes PluginContext; returns what it added."""
+    from hermes_cli.plugins import PluginContext, PluginManifest, get_plugin_manager
+
+    from project_history_recall.plugin import register
+
+    manager = get_plugin_manager()
+    register(PluginContext(PluginManifest(name="project-history-recall", source="entrypoint"), manager))
+    return {"commands": dict(manager._plugin_commands), "hooks": dict(manager._hooks)}
+
+
+def dispatch(tool: str, args: dict, session_id: str | None = None) -> dict:
+    """Call a tool the way Hermes's agent loop does, through the real registry."""
+    from tools.registry import registry
+
+    raw = registry.dispatch(tool, args, task_id="t-1", session_id=session_id, user_task="test")
+    assert isinstance(raw, str)
+    return json.loads(raw)

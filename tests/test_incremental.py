@@ -1,0 +1,91 @@
+"""The index follows state.db without --force: new messages, rewinds, titles, moves, deletions."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import History, git_init, session_ids
+
+
+@pytest.fixture
+def two_repos(tmp_path):
+    h = History(tmp_path / "hermes")
+    a, b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
+    h.session("a-1", a, "the walrus migration plan", "we keep the walrus table")
+    h.session("a-ask", a)
+    h.session("b-ask", b)
+    h.recall().refresh()
+    yield h, a, b
+    h.close()
+
+
+def search(h, query, asker="a-ask"):
+    return session_ids(h.recall().search(query, session_id=asker, mode="keyword", limit=10))
+
+
+def test_new_messages_and_sessions_appear(two_repos):
+    h, a, _ = two_repos
+    h.say("a-1", ("assistant", "also the narwhal index"))
+    h.session("a-2", a, "narwhal question")
+    assert set(search(h, "narwhal")) == {"a-1", "a-2"}
+
+
+def test_rewind_hides_what_was_taken_back(two_repos):
+    h, _, _ = two_repos
+    ids = [h.say("a-1", ("user", "should we drop the okapi column")), h.say("a-1", ("assistant", "okapi dropped"))]
+    assert search(h, "okapi") == ["a-1"]
+    h.db.rewind_to_message("a-1", ids[0])
+    assert search(h, "okapi") == []
+    assert search(h, "walrus") == ["a-1"]
+
+
+def test_title_change_is_searchable(two_repos):
+    h, _, _ = two_repos
+    h.db.set_session_title("a-1", "Capybara schema review")
+    assert search(h, "capybara") == ["a-1"]
+    h.db.set_session_title("a-1", "Renamed")
+    assert search(h, "capybara") == []
+
+
+def test_move_changes_scope_both_ways(two_repos):
+    h, _, b = two_repos
+    h.db.update_session_cwd("a-1", str(b))
+    assert search(h, "walrus", "a-ask") == []
+    assert search(h, "walrus", "b-ask") == ["a-1"]
+
+
+def test_archive_and_unarchive(two_repos):
+    h, _, _ = two_repos
+    h.db.set_session_archived("a-1", True)
+    assert search(h, "walrus") == []
+    h.db.set_session_archived("a-1", False)
+    assert search(h, "walrus") == ["a-1"]
+
+
+def test_replaced_transcript_is_reindexed(two_repos):
+    h, _, _ = two_repos
+    h.db.replace_messages("a-1", [{"role": "user", "content": "the lemur plan"},
+                                  {"role": "assistant", "content": "lemur it is"}])
+    assert search(h, "lemur") == ["a-1"]
+    assert search(h, "walrus") == []
+
+
+def test_deleted_session_leaves_the_index(two_repos):
+    h, _, _ = two_repos
+    h.db.delete_session("a-1")
+    assert search(h, "walrus") == []
+    assert h.recall().status()["sessions_indexed"] == 2
+
+
+def test_refresh_with_nothing_changed_writes_nothing(two_repos):
+    h, _, _ = two_repos
+    report = h.recall().refresh()
+    assert not report.changed and report.messages_read == 0
+
+
+def test_force_rebuild_gives_the_same_answers(two_repos):
+    h, _, _ = two_repos
+    before = search(h, "walrus")
+    report = h.recall().refresh(force=True)
+    assert report.full and report.sessions_updated == 3
+    assert search(h, "walrus") == before

@@ -1,0 +1,83 @@
+"""The shared tokenizer: examples from the issue, properties over arbitrary text."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from project_history_recall.tokenizer import index_tokens, matched_units, normalize, plan_query
+
+
+def test_chinese_runs_become_overlapping_bigrams():
+    assert index_tokens("广告点击") == ["广告", "告点", "点击"]
+    assert index_tokens("改") == ["改"]
+
+
+def test_cjk_ascii_boundary_splits():
+    tokens = index_tokens("重跑gen-itgc后")
+    assert tokens[:1] == ["重跑"]
+    assert "gen-itgc" in tokens and "gen" in tokens and "itgc" in tokens
+
+
+def test_identifiers_are_findable_whole_and_by_parts():
+    assert index_tokens("settings-prod.yaml") == ["settings-prod.yaml", "settings", "prod", "yaml"]
+    assert index_tokens("retry_policy") == ["retry_policy", "retry", "policy"]
+    assert index_tokens("RetryPolicy") == ["retrypolicy", "retry", "policy"]
+    assert index_tokens("HTTPServer") == ["httpserver", "http", "server"]
+
+
+def test_words_are_lowercased_and_full_width_folded():
+    assert index_tokens("Deploy ＦＡＳＴ") == ["deploy", "fast"]
+
+
+def test_traditional_characters_fold_to_simplified():
+    assert index_tokens("廣告") == index_tokens("广告")
+    assert normalize("點擊") == "点击"
+
+
+def test_query_plan_finds_identifier_parts_as_a_phrase():
+    plan = plan_query("RetryPolicy")
+    assert matched_units(plan, index_tokens("we changed retry_policy today"))
+    assert not matched_units(plan, index_tokens("policy on retry"))
+
+
+def test_stop_words_are_dropped_but_never_everything():
+    assert [u.label for u in plan_query("what did we decide about the retry policy").units] == ["retry", "policy"]
+    assert plan_query("what is this").units  # all stop words: keep them rather than match nothing
+
+
+def test_single_cjk_character_query_falls_back_to_substring():
+    plan = plan_query("改")
+    assert plan.substrings == ("改",) and not plan.units
+
+
+text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), max_size=200)
+
+
+@given(text)
+def test_tokens_are_fts_safe_and_lowercase(value):
+    for token in index_tokens(value):
+        assert token and " " not in token and '"' not in token
+        assert token == token.lower() or not token.isascii()
+        assert len(token) <= 64
+
+
+@given(text)
+def test_tokenizing_is_deterministic(value):
+    assert index_tokens(value) == index_tokens(value)
+
+
+@given(st.text(alphabet="广告点击缓存部署测试", min_size=2, max_size=12), st.text(alphabet="abc 的了", max_size=8))
+def test_a_chinese_word_in_text_is_matched_by_its_query(word, noise):
+    plan = plan_query(word)
+    assert matched_units(plan, index_tokens(noise + word + noise))
+
+
+@given(text)
+def test_any_query_builds_a_quoted_fts_expression(value):
+    plan = plan_query(value)
+    expr = plan.match_any()
+    # Every unit is quoted, so FTS5 operators in user text are only ever literal tokens.
+    for unit in plan.units:
+        assert unit.fts.startswith(("\"", "("))
+    assert expr.count('"') % 2 == 0
