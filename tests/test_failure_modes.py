@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from builders import History, dispatch, git_init, register_plugin
-
 from project_history_recall.search import Filters, keyword_hits
 from project_history_recall.tokenizer import QueryPlan, Unit
 

@@ -11,12 +11,14 @@ from builders import History, git_init, session_ids, tool_call
 def repo_history(tmp_path):
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "app")
-    h.session("zh-ad", repo, "我今天在改广告SDK，重跑gen-itgc后缓存失效了", "缓存失效是因为 TTL 太短", title="广告SDK缓存")
+    h.session("zh-ad", repo, "我今天在改广告SDK，重跑gen-itgc后缓存失效了", "缓存失效是因为 TTL 太短",
+              title="广告SDK缓存")
     h.session("zh-deploy", repo, "部署到测试环境的时候端口冲突了", "把服务端口改成 8081 就好了")
     h.session("zh-trad", repo, "開屏廣告的點擊統計不準", "點擊事件被重複上報")
     h.session("en-retry", repo, "The payment client fails when the gateway is slow",
               "We chose exponential backoff with jitter for the retry_policy: five attempts max.")
-    h.session("en-config", repo, "Where is the prod config?", "It is in deploy/settings-prod.yaml next to the Dockerfile.")
+    h.session("en-config", repo, "Where is the prod config?",
+              "It is in deploy/settings-prod.yaml next to the Dockerfile.")
     h.session("en-cmd", repo, "run the flaky test twenty times",
               ("assistant", "", {"tool_calls": [tool_call("c1", "terminal", {
                   "command": "pytest tests/test_auth.py -x --count 20"})]}),

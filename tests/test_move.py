@@ -25,7 +25,8 @@ def world(tmp_path, monkeypatch):
 
 
 def found(query, asker):
-    return [r["session_id"] for r in dispatch("project_history_search", {"query": query, "limit": 10}, asker)["results"]]
+    reply = dispatch("project_history_search", {"query": query, "limit": 10}, asker)
+    return [r["session_id"] for r in reply["results"]]
 
 
 def test_move_to_another_project(world):

