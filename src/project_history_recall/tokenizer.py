@@ -75,16 +75,18 @@ def _t2s():
 
 def normalize(text: str) -> str:
     """NFKC (full-width → ASCII), Traditional → Simplified; case is kept."""
-    text = unicodedata.normalize("NFKC", text)
+    if not text.isascii():
+        text = unicodedata.normalize("NFKC", text)
     if _HAN.search(text):
         text = _t2s()(text)
     return text
 
 
-def _cjk_grams(run: str) -> list[str]:
+@lru_cache(maxsize=65536)
+def _cjk_grams(run: str) -> tuple[str, ...]:
     if len(run) == 1:
-        return [run]
-    return [run[i : i + 2] for i in range(len(run) - 1)]
+        return (run,)
+    return tuple(run[i : i + 2] for i in range(len(run) - 1))
 
 
 def _word_parts(word: str) -> list[str]:
@@ -95,16 +97,18 @@ def _word_parts(word: str) -> list[str]:
     return parts
 
 
-def _word_tokens(word: str) -> list[str]:
-    """Whole word (lowercased) followed by its parts when it has more than one."""
+@lru_cache(maxsize=262144)
+def _word_tokens(word: str) -> tuple[str, ...]:
+    """Whole word (lowercased) followed by its parts when it has more than one.
+    Cached: a history repeats its vocabulary, and this is the indexer's hot loop."""
     core = word.strip("_")
     if not core:
-        return []
+        return ()
     whole = core.lower()[:MAX_TOKEN_CHARS]
     parts = [p[:MAX_TOKEN_CHARS] for p in _word_parts(core)]
     if len(parts) <= 1 and parts == [whole]:
-        return [whole]
-    return [whole, *parts] if parts else [whole]
+        return (whole,)
+    return (whole, *parts) if parts else (whole,)
 
 
 def _scan(text: str) -> Iterator[tuple[str, str]]:
@@ -120,8 +124,9 @@ def index_tokens(text: str) -> list[str]:
     if not text:
         return []
     tokens: list[str] = []
-    for kind, run in _scan(normalize(text)):
-        tokens.extend(_cjk_grams(run) if kind == "cjk" else _word_tokens(run))
+    extend = tokens.extend
+    for cjk, word in _SCAN.findall(normalize(text)):
+        extend(_cjk_grams(cjk) if cjk else _word_tokens(word))
     return tokens
 
 
@@ -200,7 +205,7 @@ def plan_query(query: str) -> QueryPlan:
                 if len(content) > 1:
                     add(Unit(run, (tuple(grams),)), False)
             continue
-        tokens = _word_tokens(run)
+        tokens = list(_word_tokens(run))
         if not tokens:
             continue
         whole, parts = tokens[0], tuple(tokens[1:])
