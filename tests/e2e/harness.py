@@ -428,10 +428,7 @@ def seed_session(
             )
         ids = [db.append_message(session_id, role, content) for role, content in messages]
         if title:
-            try:
-                db.set_session_title(session_id, title)
-            except Exception:
-                pass
+            db.set_session_title(session_id, title)
         if end:
             db.end_session(session_id, "user_exit")
         return ids

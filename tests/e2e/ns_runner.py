@@ -20,6 +20,7 @@ Stdlib + PyYAML (a Hermes dependency) only.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import fcntl
 import json
 import os
@@ -74,10 +75,8 @@ def kill_group(proc: subprocess.Popen[bytes], grace: float = 3.0) -> None:
     try:
         proc.wait(grace)
     except subprocess.TimeoutExpired:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait()
 
 
@@ -112,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         bring_loopback_up()
 
     port_file = work / "port"
-    server_out = open(work / "server.log", "wb")
+    server_out = open(work / "server.log", "wb")  # noqa: SIM115 - closed in the finally below
     server = subprocess.Popen(
         [
             sys.executable,

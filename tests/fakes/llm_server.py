@@ -35,7 +35,9 @@ Every request is appended to the JSON-lines log (``--log FILE``) as one object::
 tool results Hermes sent back to the model.
 
 Both ``stream: true`` (SSE chunks, ``data: [DONE]``) and plain JSON responses
-are supported.  ``GET /v1/models`` (and ``/models``) lists the scripted model.
+are supported.  ``GET /v1/models`` (and ``/models``) lists the scripted model; every other GET is a 404
+(Hermes probes ``/api/v1/models``, ``/api/tags``, ``/v1/props``, ``/props``, ``/version`` to
+guess the server type; all 404 means "plain OpenAI-compatible").
 
 Run: ``python tests/fakes/llm_server.py --script s.json --log req.jsonl --port-file port``.
 Prints ``LISTENING <port>`` on stdout once bound.  It exits by itself after
@@ -168,7 +170,9 @@ class Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0].rstrip("/")
         self.server.record({"method": "GET", "path": self.path, "kind": "other", "body": None})
         model = self.server.script["model"]
-        if path.endswith("/models"):
+        # Only the OpenAI route: answering LM Studio's /api/v1/models (or Ollama's /api/tags,
+        # llama.cpp's /props, vLLM's /version) would make Hermes treat this as that server.
+        if path in ("/v1/models", "/models"):
             self._send_json(
                 200,
                 {
@@ -184,7 +188,7 @@ class Handler(BaseHTTPRequestHandler):
                     ],
                 },
             )
-        elif path.endswith("/models/" + model):
+        elif path in ("/v1/models/" + model, "/models/" + model):
             self._send_json(200, {"id": model, "object": "model", "created": 0, "owned_by": "fake"})
         else:
             self._send_json(404, {"error": {"message": f"fake server: no route {self.path}"}})
