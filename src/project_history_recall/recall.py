@@ -8,16 +8,42 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import moving
 from .attribution import HOME, Identity, Resolver
+from .consent import consent_covers, consent_matches_service, load_consent, needs_consent
+from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError
 from .errors import RecallError, bad_argument, no_db
+from .freshness import Freshness
 from .host import HermesHome
 from .index import Index, get_meta
 from .indexer import Indexer, Probe, Progress, RefreshReport, git_probe
-from .search import KINDS, Filters, Scope, compute_scope, group_by_session, keyword_hits, rank_keyword
+from .search import (
+    KINDS,
+    Filters,
+    Hit,
+    Scope,
+    compute_scope,
+    fuse,
+    group_by_session,
+    keyword_hits,
+    pin_exact_identifier,
+    rank_keyword,
+)
+from .semantic import (
+    SYNC_EMBED_BUDGET,
+    Embedder,
+    SemanticState,
+    background_running,
+    last_background_error,
+    pending_in_scope,
+    provider_for,
+    semantic_hits,
+    start_background,
+)
 from .settings import Settings
 from .snippets import make_snippet
 from .sources.hermes import HermesSource
@@ -44,7 +70,7 @@ class Asker:
 
 class Recall:
     def __init__(self, home: HermesHome | Path | str | None = None, *, probe: Probe = git_probe,
-                 settings: Settings | None = None) -> None:
+                 settings: Settings | None = None, background_embedding: bool = False) -> None:
         if home is None:
             self.home = HermesHome.current()
         elif isinstance(home, HermesHome):
@@ -56,6 +82,9 @@ class Recall:
         self.index = Index(self.home.data_dir)
         self.source = HermesSource(self.home.state_db)
         self.indexer = Indexer(self.index, self.source, probe)
+        #: The plugin embeds a large backlog in a background thread; one-shot processes
+        #: (the CLI, benchmarks) leave it to ``phr index`` and report ``partial``.
+        self.background_embedding = background_embedding
 
     # -- indexing -------------------------------------------------------------
 
@@ -66,13 +95,14 @@ class Recall:
         return self.indexer.refresh(force=force, progress=progress, lock_timeout=lock_timeout)
 
     def ensure_fresh(self) -> None:
-        """The incremental check before every read: cheap when nothing changed. When
-        another process holds the writer lock, read what is there rather than wait long."""
-        try:
-            self.refresh(lock_timeout=FRESHNESS_LOCK_WAIT)
-        except RecallError as exc:
-            if exc.code != "index_busy" or not self.index.exists():
-                raise
+        """The incremental check before every read: cheap when nothing changed, and
+        bounded in time whatever happened (see :mod:`.freshness`): a refresh that
+        takes longer keeps going in the background and the read uses the index as it
+        stands; with no index yet the first build starts. ``last_freshness`` says which."""
+        from .freshness import ensure
+
+        self._freshness = None
+        self._freshness = ensure(self)
 
     def resolver(self) -> Resolver:
         return Resolver(self.home.load_projects(), self.home.environment())
@@ -114,28 +144,124 @@ class Recall:
         try:
             resolver = self.resolver()
             asker = self.asker(conn, resolver, session_id, cwd)
-            semantic_status = "disabled"
-            base = {"success": True, "mode": mode, "query": text, "project": asker.identity.as_dict(),
-                    "semantic_status": semantic_status}
+            base = {"success": True, "mode": mode, "query": text, "project": asker.identity.as_dict()}
             if asker.identity.is_home and not everywhere:
                 message = NO_PROJECT_CONTEXT if not (asker.cwd or asker.repo_root) else HOME_CONTEXT
-                return {**base, "results": [], "message": message, "sessions_in_scope": 0}
+                return {**base, "results": [], "message": message, "sessions_in_scope": 0,
+                        **self._idle_semantic_state().as_dict()}
             scope = compute_scope(conn, resolver, asker.identity, session_id, everywhere=everywhere,
                                   branch=filters.branch)
             if not scope.session_ids:
                 return {**base, "results": [], "message": NO_OTHER_SESSIONS,
-                        "sessions_in_scope": scope.sessions_in_scope}
+                        "sessions_in_scope": scope.sessions_in_scope, **self._idle_semantic_state().as_dict()}
             plan = plan_query(text)
-            hits = keyword_hits(conn, plan, scope.session_ids, filters)
-            rank_keyword(hits)
-            grouped = group_by_session(hits, plan, limit)
+            keyword = keyword_hits(conn, plan, scope.session_ids, filters) if mode != "semantic" else []
+            rank_keyword(keyword)
+            state = self.semantic_state(conn, scope, asker.identity)
+            semantic: list[Hit] = []
+            if mode != "keyword" and state.provider is not None:
+                try:
+                    semantic = semantic_hits(conn, str(self.index.path), state.provider, text, scope.session_ids,
+                                             filters, self.settings.embedding.top_k)
+                except ProviderError as exc:
+                    state = SemanticState("unavailable", error=exc.message)
+            if mode == "keyword":
+                hits = keyword
+            elif mode == "semantic":
+                hits = semantic if semantic or state.provider is not None else keyword
+                for hit in hits:
+                    hit.score = hit.semantic_score if semantic else hit.keyword_score
+            else:
+                hits = fuse(keyword, semantic)
+            grouped = group_by_session(hits, plan if mode != "semantic" else None, limit)
+            grouped = pin_exact_identifier(grouped, keyword, plan, limit) if mode == "hybrid" else grouped
             results = [self._result(conn, g.best, plan, scope, everywhere) for g in grouped]
-            response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope}
+            response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope,
+                        **state.as_dict()}
             if not results:
                 response["message"] = "No matching messages in this project"
             return response
         finally:
             conn.close()
+
+    # -- semantic -----------------------------------------------------------------
+
+    def _idle_semantic_state(self) -> SemanticState:
+        """The status without touching a provider: for answers that search nothing."""
+        emb = self.settings.embedding
+        if not emb.enabled:
+            return SemanticState("disabled")
+        if self.settings.embedding_error:
+            return SemanticState("unavailable", error=self.settings.embedding_error)
+        if needs_consent(emb.provider) and not consent_matches_service(
+                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model):
+            return SemanticState("consent_required")
+        return SemanticState("ready")
+
+    def semantic_state(self, conn: sqlite3.Connection, scope: Scope, identity: Identity) -> SemanticState:
+        """Which of the six ``semantic_status`` values holds for this scope, with a provider when usable.
+
+        A remote provider is never built, let alone called, without a consent record
+        covering this provider, endpoint, model and project. A small backlog in scope is
+        embedded on the spot; a larger one goes to the background worker.
+        """
+        emb = self.settings.embedding
+        if not emb.enabled:
+            return SemanticState("disabled")
+        if self.settings.embedding_error:
+            return SemanticState("unavailable", error=self.settings.embedding_error)
+        if needs_consent(emb.provider) and not consent_covers(
+                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model,
+                project_key=identity.scope_key, profile=self.home.profile):
+            return SemanticState("consent_required")
+        try:
+            provider = self.provider()
+            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+            if 0 < pending <= SYNC_EMBED_BUDGET:
+                self.embedder(provider).embed(session_ids=scope.session_ids)
+                pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+        except ProviderError as exc:
+            if exc.code == CONSENT_REQUIRED:
+                return SemanticState("consent_required")
+            return SemanticState("unavailable", error=exc.message)
+        except RecallError as exc:  # the writer lock is busy: embed later
+            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+            if exc.code != "index_busy":
+                raise
+        if not pending:
+            return SemanticState("ready", provider=provider)
+        error = last_background_error(self.index)
+        if error:
+            return SemanticState("unavailable", pending=pending, error=error, provider=provider)
+        if self.background_embedding:
+            start_background(self.embedder(provider))
+        status = "indexing" if background_running(self.index) else "partial"
+        return SemanticState(status, pending=pending, provider=provider)
+
+    def provider(self) -> EmbeddingProvider:
+        env = {k: v for k, v in [("PROJECT_HISTORY_EMBEDDING_API_KEY",
+                                  self.home.env_value("PROJECT_HISTORY_EMBEDDING_API_KEY"))] if v}
+        return provider_for(self.settings.embedding, self.home.data_dir, env=env)
+
+    def embedder(self, provider: EmbeddingProvider) -> Embedder:
+        emb = self.settings.embedding
+        return Embedder(self.index, provider, emb.chunk_size, emb.chunk_overlap)
+
+    def embed(self, progress: Progress | None = None) -> dict:
+        """Embed everything pending now, in the foreground (``phr index``). Honours consent."""
+        emb = self.settings.embedding
+        if not emb.enabled:
+            return {"semantic_status": "disabled", "embedded": 0}
+        if needs_consent(emb.provider) and not consent_matches_service(
+                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model):
+            return {"semantic_status": "consent_required", "embedded": 0}
+        started = time.perf_counter()
+        try:
+            embedded = self.embedder(self.provider()).embed(progress=progress)
+        except ProviderError as exc:
+            return {"semantic_status": "unavailable", "semantic_error": exc.message, "embedded": 0}
+        return {"semantic_status": "ready", "embedded": embedded,
+                "embed_seconds": round(time.perf_counter() - started, 3)}
 
     def _result(self, conn: sqlite3.Connection, hit, plan, scope: Scope, everywhere: bool) -> dict:
         row = conn.execute("SELECT title, started_at FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
@@ -175,31 +301,171 @@ class Recall:
 
     # -- status -------------------------------------------------------------------
 
-    def status(self) -> dict:
-        """What the index holds. Answers with no index at all, and never creates one."""
+    def status(self, *, session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
+        """What the index holds, how fresh it is, any index job, semantic search, and
+        the asker's project. Answers with no index at all, and never creates a file:
+        no refresh, no job, no directory."""
+        from . import __version__, browse, jobs
+
+        branch = _optional_text(branch, "branch")
         info: dict = {
             "success": True,
+            "version": __version__,
             "hermes_home": str(self.home.root),
             "state_db": str(self.home.state_db),
             "state_db_exists": self.source.exists(),
             "index_path": str(self.index.path),
             "index_exists": self.index.exists(),
         }
+        store = jobs.JobStore(self.home.data_dir)
+        active = store.active()
+        latest = store.latest()
+        job = active or (store.mark_dead(latest) if latest is not None else None)
+        info["index_status"] = ("building" if active else "none") if not info["index_exists"] else (
+            "updating" if active else "ready")
+        if job is not None:
+            info["job"] = job.as_dict()
+        if info["state_db_exists"]:
+            try:
+                info["state_db_sessions"], info["sessions_pending"] = jobs.pending_sessions(self)
+            except RecallError as exc:
+                info["state_db_error"] = exc.as_dict()
+        last = jobs.last_refresh(self.home.data_dir)
+        if last:
+            info["last_refresh"] = last
+            info["last_index_seconds"] = last.get("seconds")
+        info["settings"] = {"auto_build": self.settings.auto_build, "auto_index": self.settings.auto_index,
+                            "update_check": self.settings.update_check, "inject_results": self.settings.inject_results}
+        conn = self.index.connect_readonly()
+        try:
+            resolver = self.resolver()
+            asker = self.asker(conn, resolver, session_id, cwd) if conn is not None else \
+                self._asker_without_index(resolver, session_id, cwd)
+            info["project"] = asker.identity.as_dict()
+            vectors = 0
+            if conn is None:
+                info["message"] = ("No index yet: it is being built." if active else
+                                   "No index yet: it is built on first search, or with `phr index` / "
+                                   "project_history_index.")
+            else:
+                facts = browse.index_facts(conn)
+                vectors = facts.pop("vectors_indexed")
+                info.update(facts)
+                info["index_bytes"] = sum(p.stat().st_size for p in self.index.data_dir.glob("index.db*")
+                                          if p.is_file())
+                info["last_index_at"] = format_when(float(get_meta(conn, "last_index_at", "0") or 0))
+                if not asker.identity.is_home:
+                    scope = compute_scope(conn, resolver, asker.identity, None, branch=branch)
+                    info["sessions_in_project"] = scope.sessions_in_scope
+            info.update(browse.semantic_facts(self.settings, self.home.data_dir, vectors))
+        finally:
+            if conn is not None:
+                conn.close()
+        return info
+
+
+    # -- browsing and freshness (issue 4) --------------------------------------------
+
+    @property
+    def last_freshness(self) -> Freshness | None:
+        """How fresh the index was for the last read (None before the first)."""
+        return self.__dict__.get("_freshness")
+
+    def _asker_without_index(self, resolver: Resolver, session_id: str | None, cwd: str | None) -> Asker:
+        """The asker when there is no index to look the session up in: Hermes's row, else ``cwd``."""
+        root = branch = None
+        if session_id and self.source.exists():
+            try:
+                with self.source.read() as reader:
+                    row = reader.sessions().get(session_id)
+            except RecallError:
+                row = None
+            if row is not None:
+                cwd, root, branch = row.cwd, row.git_repo_root, row.git_branch
+        if cwd is None and not session_id:
+            cwd = os.getcwd()
+        if cwd and root is None:
+            root, branch = self.probe(cwd)
+        identity = resolver.resolve(cwd, root) if cwd or root else HOME
+        return Asker(session_id, cwd, root, branch, identity)
+
+    def _fresh_reader(self) -> sqlite3.Connection:
+        self.ensure_fresh()
         conn = self.index.connect_readonly()
         if conn is None:
-            info["message"] = "No index yet: it is built on first search, or with `phr index`."
-            return info
+            raise RecallError("the index is not built yet", "no_index")
+        return conn
+
+    def session(self, target: object, *, around_message_id: object = None, window: object = None,
+                session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
+        """One session by id, ``@session:`` link or unique prefix. ``branch`` is
+        accepted like everywhere; an explicit id opens its session whatever the branch."""
+        from . import browse
+
+        text = _require_text(target, "session_id")
+        _optional_text(branch, "branch")
+        anchor = None
+        if around_message_id is not None and around_message_id != "":
+            anchor = _clamped_int(around_message_id, "around_message_id", 0, 0, 2**62)
+        size = _clamped_int(window, "window", browse.WINDOW_DEFAULT, 1, browse.WINDOW_MAX)
+
+        def source_messages(sid: str) -> list:
+            with self.source.read() as reader:
+                return reader.messages(sid)
+
+        conn = self._fresh_reader()
         try:
-            info.update(
-                sessions_indexed=conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
-                messages_indexed=conn.execute("SELECT COALESCE(SUM(message_count), 0) FROM sessions").fetchone()[0],
-                entries_indexed=conn.execute("SELECT COUNT(*) FROM entries").fetchone()[0],
-                index_bytes=sum(p.stat().st_size for p in self.index.data_dir.glob("index.db*") if p.is_file()),
-                last_index_at=format_when(float(get_meta(conn, "last_index_at", "0") or 0)),
-            )
+            payload = browse.open_session(conn, self.resolver(), text, around_message_id=anchor, window=size,
+                                          source_messages=source_messages if self.source.exists() else None)
+            if session_id and payload["session"]["session_id"] == session_id:
+                payload["session"]["current"] = True
+            return payload
         finally:
             conn.close()
-        return info
+
+    def timeline(self, *, session_id: str | None = None, cwd: str | None = None, scope: object = "project",
+                 after: object = None, before: object = None, branch: object = None, limit: object = None) -> dict:
+        from . import browse
+
+        everywhere = _choice(scope, ("project", "all"), "scope", "project") == "all"
+        after_at, before_at = parse_when(after, name="after"), parse_when(before, name="before")
+        branch_name = _optional_text(branch, "branch")
+        count = _clamped_int(limit, "limit", browse.TIMELINE_DEFAULT, 1, browse.TIMELINE_MAX)
+        conn = self._fresh_reader()
+        try:
+            resolver = self.resolver()
+            asker = self.asker(conn, resolver, session_id, cwd)
+            if asker.identity.is_home and not everywhere:
+                message = NO_PROJECT_CONTEXT if not (asker.cwd or asker.repo_root) else HOME_CONTEXT
+                return {"success": True, "operation": "timeline", "scope": "project",
+                        "project": asker.identity.as_dict(), "sessions": [], "total": 0, "shown": 0,
+                        "message": message.replace("to search", "to list") + "; use scope 'all' for every project"}
+            return browse.timeline(conn, resolver, asker.identity, session_id, everywhere=everywhere,
+                                   after=after_at, before=before_at, branch=branch_name, limit=count)
+        finally:
+            conn.close()
+
+    def projects(self, *, session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
+        from . import browse
+
+        branch_name = _optional_text(branch, "branch")
+        conn = self._fresh_reader()
+        try:
+            explicit = self.home.load_projects()
+            resolver = Resolver(explicit, self.home.environment())
+            asker = self.asker(conn, resolver, session_id, cwd)
+            return browse.projects(conn, resolver, explicit, asker.identity, branch=branch_name)
+        finally:
+            conn.close()
+
+    def request_index(self, *, force: object = False, reason: str = "tool", budget: float | None = None) -> dict:
+        """Build or refresh now (the index tool, ``/recall index``): see :func:`.jobs.request_index`."""
+        from . import jobs
+
+        if not isinstance(force, bool):
+            force = str(force).strip().lower() in ("1", "true", "yes", "on")
+        return jobs.request_index(self, force=force, reason=reason,
+                                  budget=jobs.TOOL_BUDGET if budget is None else budget)
 
 
 def _require_text(value: object, name: str) -> str:

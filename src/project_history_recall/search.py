@@ -14,11 +14,13 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .attribution import Identity, Resolver
+from .fusion import rrf
 from .indexer import searchable_text
 from .tokenizer import QueryPlan, index_tokens, matched_units
 
 KINDS = ("user", "assistant", "tool_call", "title")
 CANDIDATES = 300
+RRF_K = 60
 
 
 @dataclass(frozen=True)
@@ -206,3 +208,53 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> lis
         results.append(SessionResult(sid, shown, score, session_hits))
     results.sort(key=lambda r: (-r.score, r.session_id))
     return results[:limit]
+
+
+def _message_key(hit: Hit) -> tuple[str, int | str]:
+    return (hit.session_id, hit.message_id if hit.message_id is not None else f"entry:{hit.entry_id}")
+
+
+def fuse(keyword: list[Hit], semantic: list[Hit], k: float = RRF_K) -> list[Hit]:
+    """Reciprocal Rank Fusion at message level: a message's keyword rank is its best
+    entry's. The keyword hit is kept as the message's face (its snippet shows the match)."""
+    by_key: dict[tuple[str, int | str], Hit] = {}
+    keyword_order: list[tuple[str, int | str]] = []
+    for hit in sorted(keyword, key=lambda h: h.keyword_rank or 0):
+        key = _message_key(hit)
+        if key not in by_key:
+            by_key[key] = hit
+            keyword_order.append(key)
+    semantic_order = []
+    for hit in semantic:
+        key = _message_key(hit)
+        semantic_order.append(key)
+        if key in by_key:
+            by_key[key].semantic_score = hit.semantic_score
+        else:
+            by_key[key] = hit
+    fused = []
+    for item in rrf([keyword_order, semantic_order], k=k):
+        hit = by_key[item.key]
+        hit.keyword_rank, hit.semantic_rank = item.ranks
+        hit.score = item.score
+        fused.append(hit)
+    return fused
+
+
+def pin_exact_identifier(results: list[SessionResult], keyword: list[Hit], plan: QueryPlan,
+                         limit: int) -> list[SessionResult]:
+    """Exact keyword hits are never buried: when the best keyword hit contains a code
+    identifier of the query whole (``retry_policy``, ``E_TIMEOUT``, ``settings-prod.yaml``),
+    its session leads the fused results."""
+    identifiers = [u for u in plan.units if len(u.alternatives) > 1]
+    top = min(keyword, key=lambda h: h.keyword_rank or 0, default=None)
+    if not identifiers or top is None:
+        return results
+    tokens = index_tokens(searchable_text(top.kind, top.text))
+    if not any(u.alternatives[0][0] in tokens for u in identifiers):
+        return results
+    position = next((i for i, r in enumerate(results) if r.session_id == top.session_id), None)
+    if position == 0:
+        return results
+    pinned = SessionResult(top.session_id, top, float("inf"), [top]) if position is None else results.pop(position)
+    return [pinned, *results][:limit]

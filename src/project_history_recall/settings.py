@@ -6,26 +6,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .embeddings.base import EmbeddingSettings, ProviderError, parse_settings
+
 PLUGIN_NAME = "project-history-recall"
 
 
 @dataclass(frozen=True)
-class EmbeddingSettings:
-    provider: str = "local"
-    model: str = ""
-    base_url: str = ""
-    chunk_size: int = 512
-    chunk_overlap: int = 64
-    top_k: int = 20
-    enabled: bool = True
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-@dataclass(frozen=True)
 class Settings:
-    embedding: EmbeddingSettings = field(default_factory=EmbeddingSettings)
+    embedding: EmbeddingSettings = field(default_factory=lambda: EmbeddingSettings(enabled=True))
+    embedding_error: str | None = None  # a config block we could not use: semantic search is unavailable
     auto_build: bool = True
     auto_index: bool = True
     inject_results: bool = False
@@ -39,19 +28,10 @@ class Settings:
         config = config if isinstance(config, dict) else {}
         entries = _section(_section(config, "plugins"), "entries")
         block = _section(entries, PLUGIN_NAME)
-        emb = _section(block, "embedding")
-        defaults = EmbeddingSettings()
-        embedding = EmbeddingSettings(
-            provider=_str(emb.get("provider"), defaults.provider).lower(),
-            model=_str(emb.get("model"), defaults.model),
-            base_url=_str(emb.get("base_url"), defaults.base_url),
-            chunk_size=_int(emb.get("chunk_size"), defaults.chunk_size, 32, 8192),
-            chunk_overlap=_int(emb.get("chunk_overlap"), defaults.chunk_overlap, 0, 4096),
-            top_k=_int(emb.get("top_k"), defaults.top_k, 1, 200),
-            enabled=_bool(emb.get("enabled"), defaults.enabled),
-        )
+        embedding, embedding_error = _embedding(_section(block, "embedding"))
         return cls(
             embedding=embedding,
+            embedding_error=embedding_error,
             auto_build=_bool(block.get("auto_build"), True),
             auto_index=_bool(block.get("auto_index"), True),
             inject_results=_bool(block.get("inject_results"), False),
@@ -61,6 +41,15 @@ class Settings:
                 _int(block.get("update_check_interval_hours"), 6, 0, 24 * 365)),
             home_cwd=_str(_section(config, "terminal").get("cwd"), ""),
         )
+
+
+def _embedding(block: dict[str, Any]) -> tuple[EmbeddingSettings, str | None]:
+    """The validated embedding block; semantic search is on by default (the local model sends nothing)."""
+    raw = {**block, "enabled": _bool(block.get("enabled"), True)}
+    try:
+        return parse_settings(raw), None
+    except ProviderError as exc:
+        return EmbeddingSettings(enabled=raw["enabled"]), exc.message
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any]:

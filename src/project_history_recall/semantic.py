@@ -1,0 +1,394 @@
+"""Semantic search: vectors for the indexed messages, built off the agent's path,
+compared only within the asking session's scope.
+
+* A message's text (its user/assistant text and tool calls, as indexed) is cut
+  into chunks (:mod:`.chunking`); a chunk's vector is stored with its content
+  hash and the model fingerprint, so unchanged text is never embedded twice
+  (a ``/retry`` rewrite or a rebuilt index reuses vectors by hash) and vectors
+  of another model are never compared.
+* Moving a session re-embeds nothing: vectors belong to messages, projects are
+  computed at query time.
+* Embedding runs in small batches: vectors are computed without holding the
+  index's writer lock and written under it, so refreshes and searches never
+  wait on the model.
+* A query loads the fingerprint's vectors once per process (a numpy matrix,
+  reloaded when chunks change), masks it to the scope and takes cosine top-K.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .chunking import chunk_text
+from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError, make_provider, parse_settings
+from .index import Index, transaction
+from .search import Filters, Hit
+
+if TYPE_CHECKING:
+    pass
+
+EMBED_KINDS = ("user", "assistant", "tool_call")
+MAX_CHUNKS_PER_MESSAGE = 8
+BATCH_MESSAGES = 32
+#: In-scope messages a search may embed on the spot before answering (a small
+#: project is then fully semantic on first use); more go to the background.
+SYNC_EMBED_BUDGET = 48
+WRITE_LOCK_WAIT = 5.0
+
+_providers: dict[str, EmbeddingProvider] = {}
+_providers_lock = threading.Lock()
+
+
+@dataclass
+class SemanticState:
+    """What ``semantic_status`` reports, and why."""
+
+    status: str
+    pending: int = 0
+    error: str | None = None
+    provider: EmbeddingProvider | None = None
+
+    def as_dict(self) -> dict:
+        out: dict[str, Any] = {"semantic_status": self.status}
+        if self.pending:
+            out["semantic_pending"] = self.pending
+        if self.error:
+            out["semantic_error"] = self.error
+        return out
+
+
+@dataclass
+class _Matrix:
+    key: tuple[int, int]
+    sessions: list[str]
+    session_codes: Any  # np.ndarray[int32], one per row
+    message_ids: Any  # np.ndarray[int64]
+    vectors: Any  # np.ndarray[float32] rows L2-normalised
+    code_of: dict[str, int] = field(default_factory=dict)
+
+
+_matrices: dict[tuple[str, str], _Matrix] = {}
+_matrices_lock = threading.Lock()
+
+
+def provider_for(settings: Any, data_dir: Any, env: dict[str, str] | None = None) -> EmbeddingProvider:
+    """One provider per fingerprint-relevant configuration per process (a local model loads once)."""
+    parsed = parse_settings(settings)
+    key = json.dumps([parsed.provider, parsed.model, parsed.endpoint], sort_keys=True)
+    with _providers_lock:
+        provider = _providers.get(key)
+        if provider is None or parsed.provider != "local":
+            # Remote providers are rebuilt each time: the consent check runs in make_provider.
+            provider = make_provider(parsed, data_dir=data_dir, env=env)
+            if parsed.provider == "local":
+                _providers[key] = provider
+        return provider
+
+
+def message_texts(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
+    """The text of each message as it was indexed: its entries joined in order."""
+    if not keys:
+        return {}
+    rows = conn.execute(
+        "SELECT session_id, message_id, text FROM entries WHERE message_id IN (SELECT value FROM json_each(?)) "
+        f"AND kind IN ({','.join('?' * len(EMBED_KINDS))}) ORDER BY id",
+        [json.dumps([m for _, m in keys]), *EMBED_KINDS],
+    ).fetchall()
+    wanted = set(keys)
+    texts: dict[tuple[str, int], list[str]] = {}
+    for row in rows:
+        key = (row["session_id"], int(row["message_id"]))
+        if key in wanted:
+            texts.setdefault(key, []).append(row["text"])
+    return {k: "\n".join(v) for k, v in texts.items()}
+
+
+def pending_messages(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str] | None = None,
+                     limit: int | None = None) -> list[tuple[str, int]]:
+    """Indexed messages that have no vector under ``fingerprint``, newest first."""
+    scope = ""
+    params: list[Any] = [fingerprint, *EMBED_KINDS]
+    if session_ids is not None:
+        scope = " AND e.session_id IN (SELECT value FROM json_each(?))"
+        params.append(json.dumps(session_ids))
+    sql = (
+        "SELECT e.session_id, e.message_id FROM entries e "
+        "WHERE e.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = e.session_id "
+        "AND c.message_id = e.message_id AND c.model_fingerprint = ?) "
+        f"AND e.kind IN ({','.join('?' * len(EMBED_KINDS))}){scope} "
+        "GROUP BY e.session_id, e.message_id ORDER BY MAX(e.timestamp) DESC"
+    )
+    if limit is not None:
+        sql += " LIMIT ?"
+        params.append(limit)
+    return [(r[0], int(r[1])) for r in conn.execute(sql, params)]
+
+
+def count_pending(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str] | None = None) -> int:
+    return len(pending_messages(conn, fingerprint, session_ids))
+
+
+class Embedder:
+    """Fills the chunks table for one index and provider."""
+
+    def __init__(self, index: Index, provider: EmbeddingProvider, chunk_size: int = 512,
+                 chunk_overlap: int = 64) -> None:
+        self.index = index
+        self.provider = provider
+        self.chunk_size = chunk_size
+        self.chunk_overlap = chunk_overlap
+
+    def embed(self, *, session_ids: list[str] | None = None, limit: int | None = None,
+              progress: Callable[[int, int], None] | None = None,
+              stop: threading.Event | None = None) -> int:
+        """Embed pending messages (in scope, when given); returns how many got vectors."""
+        import numpy as np
+
+        fingerprint = self.provider.fingerprint
+        reader = self.index.connect()
+        try:
+            todo = pending_messages(reader, fingerprint, session_ids, limit)
+            total, done = len(todo), 0
+            for start in range(0, total, BATCH_MESSAGES):
+                if stop is not None and stop.is_set():
+                    break
+                batch = todo[start : start + BATCH_MESSAGES]
+                texts = message_texts(reader, batch)
+                rows: list[tuple[str, int, int, str, bytes]] = []
+                fresh: list[tuple[int, str]] = []  # (row index, chunk text) still to embed
+                for key in batch:
+                    for chunk in chunk_text(texts.get(key, ""), self.chunk_size, self.chunk_overlap,
+                                            max_chunks=MAX_CHUNKS_PER_MESSAGE) or []:
+                        known = reader.execute(
+                            "SELECT vector FROM chunks WHERE content_hash = ? AND model_fingerprint = ? LIMIT 1",
+                            (chunk.content_hash, fingerprint)).fetchone()
+                        rows.append((key[0], key[1], chunk.index, chunk.content_hash, known[0] if known else b""))
+                        if not known:
+                            fresh.append((len(rows) - 1, chunk.text))
+                if fresh:
+                    vectors = np.asarray(self.provider.embed_passages([t for _, t in fresh]), dtype=np.float32)
+                    for (row_index, _), vector in zip(fresh, vectors, strict=True):
+                        sid, mid, idx, digest, _ = rows[row_index]
+                        rows[row_index] = (sid, mid, idx, digest, vector.tobytes())
+                # A message with no text gets an empty marker row so it is not pending forever.
+                covered = {(r[0], r[1]) for r in rows}
+                rows += [(sid, mid, 0, "", b"") for sid, mid in batch if (sid, mid) not in covered]
+                self._write(rows, fingerprint)
+                done += len(batch)
+                if progress:
+                    progress(done, total)
+            return done
+        finally:
+            reader.close()
+
+    def _write(self, rows: list[tuple[str, int, int, str, bytes]], fingerprint: str) -> None:
+        now = time.time()
+        with self.index.writer(WRITE_LOCK_WAIT):
+            conn = self.index.connect()
+            try:
+                with transaction(conn):
+                    conn.executemany(
+                        "INSERT OR REPLACE INTO chunks(session_id, message_id, chunk_index, content_hash, "
+                        "model_fingerprint, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                        [(sid, mid, idx, digest, fingerprint, vector, now) for sid, mid, idx, digest, vector in rows],
+                    )
+            finally:
+                conn.close()
+
+
+def remove_orphans(conn: sqlite3.Connection) -> int:
+    """Drop vectors of messages the index no longer has (rewound, deleted sessions)."""
+    cursor = conn.execute(
+        "DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.message_id = chunks.message_id "
+        "AND e.session_id = chunks.session_id)")
+    return cursor.rowcount or 0
+
+
+def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Matrix:
+    import numpy as np
+
+    key_row = conn.execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM chunks WHERE model_fingerprint = ?",
+                           (fingerprint,)).fetchone()
+    key = (int(key_row[0]), int(key_row[1]))
+    cache_key = (index_path, fingerprint)
+    with _matrices_lock:
+        cached = _matrices.get(cache_key)
+        if cached is not None and cached.key == key:
+            return cached
+    sessions: list[str] = []
+    code_of: dict[str, int] = {}
+    codes, message_ids, blobs = [], [], []
+    for sid, mid, blob in conn.execute(
+        "SELECT session_id, message_id, vector FROM chunks WHERE model_fingerprint = ? AND length(vector) > 0",
+        (fingerprint,),
+    ):
+        code = code_of.get(sid)
+        if code is None:
+            code = code_of[sid] = len(sessions)
+            sessions.append(sid)
+        codes.append(code)
+        message_ids.append(mid)
+        blobs.append(blob)
+    vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
+               if blobs else np.empty((0, 0), dtype=np.float32))
+    matrix = _Matrix(key, sessions, np.asarray(codes, dtype=np.int32), np.asarray(message_ids, dtype=np.int64),
+                     vectors, code_of)
+    with _matrices_lock:
+        _matrices[cache_key] = matrix
+    return matrix
+
+
+def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: EmbeddingProvider, query: str,
+                  session_ids: list[str], filters: Filters, top_k: int) -> list[Hit]:
+    """Cosine top-K over the scope's vectors, merged to message level (best chunk wins)."""
+    import numpy as np
+
+    matrix = _matrix(conn, index_path, provider.fingerprint)
+    if not len(matrix.message_ids) or not session_ids:
+        return []
+    scope_codes = np.asarray([matrix.code_of[s] for s in session_ids if s in matrix.code_of], dtype=np.int32)
+    if not len(scope_codes):
+        return []
+    rows = np.flatnonzero(np.isin(matrix.session_codes, scope_codes))
+    if not len(rows):
+        return []
+    query_vector = np.asarray(provider.embed_query(query), dtype=np.float32)
+    scores = matrix.vectors[rows] @ query_vector
+    wanted = min(len(rows), top_k * MAX_CHUNKS_PER_MESSAGE)
+    best = rows[np.argpartition(-scores, wanted - 1)[:wanted]] if wanted < len(rows) else rows
+    best_scores = matrix.vectors[best] @ query_vector
+    per_message: dict[tuple[str, int], float] = {}
+    for row, score in zip(best.tolist(), best_scores.tolist(), strict=True):
+        key = (matrix.sessions[int(matrix.session_codes[row])], int(matrix.message_ids[row]))
+        if score > per_message.get(key, -2.0):
+            per_message[key] = score
+    ranked = sorted(per_message.items(), key=lambda kv: (-kv[1], kv[0]))
+    hits = _message_hits(conn, ranked, filters, top_k)
+    for rank, hit in enumerate(hits, start=1):
+        hit.semantic_rank = rank
+    return hits
+
+
+def _message_hits(conn: sqlite3.Connection, ranked: list[tuple[tuple[str, int], float]], filters: Filters,
+                  top_k: int) -> list[Hit]:
+    """Hits for the best messages that pass the filters, shown by their first indexed entry."""
+    if not ranked:
+        return []
+    ids = [mid for (_, mid), _ in ranked]
+    rows = conn.execute(
+        "SELECT id, session_id, message_id, kind, text, timestamp FROM entries "
+        "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY id", [json.dumps(ids)]).fetchall()
+    by_message: dict[tuple[str, int], list[sqlite3.Row]] = {}
+    for row in rows:
+        by_message.setdefault((row["session_id"], int(row["message_id"])), []).append(row)
+    hits = []
+    for key, score in ranked:
+        entries = [r for r in by_message.get(key, []) if _passes(r, filters)]
+        if not entries:
+            continue
+        row = entries[0]
+        hits.append(Hit(row["id"], row["session_id"], row["message_id"], row["kind"], row["text"],
+                        row["timestamp"], semantic_score=float(score)))
+        if len(hits) >= top_k:
+            break
+    return hits
+
+
+def _passes(row: sqlite3.Row, filters: Filters) -> bool:
+    if filters.kinds and row["kind"] not in filters.kinds:
+        return False
+    if filters.after is not None and row["timestamp"] < filters.after:
+        return False
+    return not (filters.before is not None and row["timestamp"] >= filters.before)
+
+
+def is_consent_error(error: ProviderError) -> bool:
+    return error.code == CONSENT_REQUIRED
+
+
+# -- pending counts, cached per index state ------------------------------------------
+
+_pending_cache: dict[tuple, int] = {}
+
+
+def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str]) -> int:
+    """How many in-scope messages lack vectors; recomputed only when the index or the vectors change."""
+    generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    chunks = conn.execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM chunks WHERE model_fingerprint = ?",
+                          (fingerprint,)).fetchone()
+    key = (generation[0] if generation else None, tuple(chunks), fingerprint, hash(tuple(session_ids)))
+    if key not in _pending_cache:
+        if len(_pending_cache) > 64:
+            _pending_cache.clear()
+        _pending_cache[key] = count_pending(conn, fingerprint, session_ids)
+    return _pending_cache[key]
+
+
+# -- the background worker ---------------------------------------------------------
+
+
+class _Worker(threading.Thread):
+    def __init__(self, embedder: Embedder) -> None:
+        super().__init__(name="project-history-recall-embed", daemon=True)
+        self.embedder = embedder
+        self.stop = threading.Event()
+        self.error: str | None = None
+
+    def run(self) -> None:
+        from filelock import FileLock, Timeout
+
+        # One embedding process per profile: a second Hermes window leaves it to the first.
+        lock = FileLock(str(self.embedder.index.data_dir / "embed.lock"))
+        try:
+            lock.acquire(timeout=0)
+        except Timeout:
+            return
+        try:
+            self.embedder.embed(stop=self.stop)
+        except Exception as exc:  # reported as semantic_status "unavailable", never raised into Hermes
+            self.error = f"{type(exc).__name__}: {exc}"
+        finally:
+            lock.release()
+
+
+_workers: dict[str, _Worker] = {}
+_workers_lock = threading.Lock()
+
+
+def start_background(embedder: Embedder) -> _Worker:
+    """Embed everything pending in a daemon thread (at most one per index per process)."""
+    key = str(embedder.index.path)
+    with _workers_lock:
+        worker = _workers.get(key)
+        if worker is None or not worker.is_alive():
+            worker = _workers[key] = _Worker(embedder)
+            worker.start()
+        return worker
+
+
+def background_running(index: Index) -> bool:
+    worker = _workers.get(str(index.path))
+    if worker is not None and worker.is_alive():
+        return True
+    if not (index.data_dir / "embed.lock").exists():
+        return False
+    from filelock import FileLock, Timeout
+
+    lock = FileLock(str(index.data_dir / "embed.lock"))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True  # another process is embedding
+    lock.release()
+    return False
+
+
+def last_background_error(index: Index) -> str | None:
+    worker = _workers.get(str(index.path))
+    return worker.error if worker is not None else None
