@@ -30,7 +30,11 @@ from urllib.parse import urlsplit, urlunsplit
 from ..errors import RecallError
 
 if TYPE_CHECKING:
+    import os
+
     import numpy as np
+
+    from ..consent import Consent
 
 # -- error codes -------------------------------------------------------------
 PROVIDER_UNAVAILABLE = "provider_unavailable"  # cannot reach / load (network down, 5xx, package missing)
@@ -121,7 +125,7 @@ def _as_int(settings: Mapping[str, Any], key: str, default: int, low: int, high:
     except (TypeError, ValueError):
         raise ProviderError(f"embedding.{key} must be an integer, got {value!r}", PROVIDER_CONFIG) from None
     if not low <= number <= high:
-        raise ProviderError(f"embedding.{key} must be between {low} and {high}, got {number}", PROVIDER_CONFIG)
+        raise ProviderError(f"embedding.{key} must be in [{low}, {high}], got {number}", PROVIDER_CONFIG)
     return number
 
 
@@ -131,11 +135,25 @@ def _as_bool(value: object) -> bool:
     return bool(value)
 
 
-def parse_settings(settings: Mapping[str, Any] | EmbeddingSettings | None) -> EmbeddingSettings:
-    """Validate a config block (missing keys get defaults). Raises ``ProviderError(provider_config)``."""
+def parse_settings(settings: Mapping[str, Any] | EmbeddingSettings | Any | None) -> EmbeddingSettings:
+    """Validate a config block (missing keys get defaults). Raises ``ProviderError(provider_config)``.
+
+    Takes a mapping, an :class:`EmbeddingSettings`, or any object with ``as_dict()``
+    (such as :class:`project_history_recall.settings.EmbeddingSettings`).
+    """
     if isinstance(settings, EmbeddingSettings):
         return settings
-    settings = dict(settings or {})
+    if settings is None:
+        return _parse_block({})
+    if isinstance(settings, Mapping):
+        return _parse_block(dict(settings))
+    as_dict = getattr(settings, "as_dict", None)
+    if not callable(as_dict):
+        raise ProviderError("embedding settings must be a mapping", PROVIDER_CONFIG)
+    return _parse_block(dict(as_dict()))
+
+
+def _parse_block(settings: dict[str, Any]) -> EmbeddingSettings:
     provider = str(settings.get("provider") or "local").strip().lower()
     if provider not in PROVIDERS:
         raise ProviderError(
@@ -156,9 +174,10 @@ def parse_settings(settings: Mapping[str, Any] | EmbeddingSettings | None) -> Em
         )
     timeout_raw = settings.get("timeout")
     try:
-        timeout = 30.0 if timeout_raw in (None, "") else float(timeout_raw)  # type: ignore[arg-type]
+        timeout = 30.0 if timeout_raw in (None, "") else float(timeout_raw)
     except (TypeError, ValueError):
-        raise ProviderError(f"embedding.timeout must be a number, got {timeout_raw!r}", PROVIDER_CONFIG) from None
+        message = f"embedding.timeout must be a number, got {timeout_raw!r}"
+        raise ProviderError(message, PROVIDER_CONFIG) from None
     if not 0 < timeout <= 600:
         raise ProviderError("embedding.timeout must be between 0 and 600 seconds", PROVIDER_CONFIG)
     dimensions = settings.get("dimensions")
@@ -197,7 +216,8 @@ def normalize_endpoint(url: str) -> str:
         )
     if parts.username or parts.password:
         raise ProviderError(
-            "embedding.base_url must not contain credentials; put the key in PROJECT_HISTORY_EMBEDDING_API_KEY",
+            "embedding.base_url must not contain credentials; "
+            "put the key in PROJECT_HISTORY_EMBEDDING_API_KEY",
             PROVIDER_CONFIG,
         )
     if parts.query or parts.fragment:
@@ -230,10 +250,10 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
 
 # -- the factory -------------------------------------------------------------
 def make_provider(
-    settings: Mapping[str, Any] | EmbeddingSettings | None,
+    settings: Mapping[str, Any] | EmbeddingSettings | Any | None,
     *,
-    data_dir: Any = None,
-    consent: Any = None,
+    data_dir: str | os.PathLike[str] | None = None,
+    consent: Consent | None = None,
     api_key: str | None = None,
     env: Mapping[str, str] | None = None,
 ) -> EmbeddingProvider:
@@ -256,11 +276,11 @@ def make_provider(
 
         return LocalProvider(parsed.model)
 
-    from .. import consent as consent_mod
+    from ..consent import consent_matches_service, load_consent, record_sent
 
     if consent is None and data_dir is not None:
-        consent = consent_mod.load_consent(data_dir)
-    if consent is None or not consent_mod.consent_matches_service(
+        consent = load_consent(data_dir)
+    if consent is None or not consent_matches_service(
         consent, provider=parsed.provider, endpoint=parsed.endpoint, model=parsed.model
     ):
         raise ProviderError(
@@ -274,7 +294,7 @@ def make_provider(
         usage_dir = data_dir
 
         def on_sent(texts: int, chars: int) -> None:
-            consent_mod.record_sent(
+            record_sent(
                 usage_dir,
                 provider=parsed.provider,
                 endpoint=parsed.endpoint,

