@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from . import humanize
 from .errors import RecallError
 from .host import HermesHome
 
@@ -38,7 +39,7 @@ def _run(fn, as_json: bool, human) -> None:
     except RecallError as exc:
         payload = exc.as_dict()
         if not as_json:
-            click.echo(f"error: {exc.message} ({exc.code})", err=True)
+            click.echo(humanize.error(payload), err=True)
             sys.exit(1)
     _emit(payload, as_json, human)
 
@@ -53,17 +54,25 @@ def main(ctx: click.Context, home: str | None) -> None:
     ctx.obj = {"home": _home(home)}
 
 
+def _echo(formatter):
+    """A human printer for ``_emit`` from a :mod:`.humanize` formatter (shared with ``/recall``)."""
+    return lambda payload: click.echo(formatter(payload))
+
+
 def print_search(payload: dict) -> None:
-    project = payload.get("project") or {}
-    name = project.get("name") or project.get("key") or project.get("kind")
-    click.echo(f"project: {name} · {payload.get('sessions_in_scope', 0)} sessions in scope · "
-               f"semantic: {payload.get('semantic_status')}")
-    if payload.get("message"):
-        click.echo(payload["message"])
-    for n, r in enumerate(payload.get("results", []), start=1):
-        title = r.get("title") or "(untitled)"
-        click.echo(f"{n}. {r['link']}  {title}  [{r['when']}, {r['kind']}, {r['score_source']}]")
-        click.echo(f"   {r['snippet']}")
+    click.echo(humanize.search(payload))
+
+
+def _asker(cwd: str | None) -> str | None:
+    return str(Path(cwd).expanduser().resolve()) if cwd is not None else None
+
+
+def _fresh(ctx: click.Context, call) -> dict:
+    """A read that says "building" / "updating" the way the tools do."""
+    from .freshness import answer
+
+    recall = _recall(ctx)
+    return answer(recall, lambda: call(recall))
 
 
 @main.command()
@@ -83,61 +92,105 @@ def search(ctx: click.Context, query: tuple[str, ...], cwd: str | None, session_
            limit: int, after: str | None, before: str | None, kinds: str | None, all_projects: bool,
            branch: str | None, as_json: bool) -> None:
     """Search this project's history."""
-    if cwd is not None:
-        cwd = str(Path(cwd).expanduser().resolve())
-    _run(lambda: _recall(ctx).search(" ".join(query), session_id=session_id, cwd=cwd, mode=mode, limit=limit,
-                                     after=after, before=before, kinds=kinds,
-                                     scope="all" if all_projects else "project", branch=branch),
+    cwd = _asker(cwd)
+    _run(lambda: _fresh(ctx, lambda r: r.search(" ".join(query), session_id=session_id, cwd=cwd, mode=mode,
+                                                 limit=limit, after=after, before=before, kinds=kinds,
+                                                 scope="all" if all_projects else "project", branch=branch)),
          as_json, print_search)
 
 
 @main.command()
 @click.option("--force", is_flag=True, help="Rebuild from scratch (the old index serves until it is done).")
+@click.option("--background", is_flag=True, help="Hand the work to a background job and return at once.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def index(ctx: click.Context, force: bool, as_json: bool) -> None:
-    """Build or refresh the index."""
-    recall = _recall(ctx)
-    bar: Any = None
-    shown = 0
+def index(ctx: click.Context, force: bool, background: bool, as_json: bool) -> None:
+    """Build or refresh the index (with a progress bar); reports a job that is already running."""
+    from . import jobs
 
-    def progress(done: int, total: int) -> None:
-        nonlocal bar, shown
-        if as_json or total <= 0:
-            return
-        if bar is None:
-            bar = click.progressbar(length=total, label="indexing sessions", file=sys.stderr)
-            bar.__enter__()
-        bar.update(done - shown)
-        shown = done
+    recall = _recall(ctx)
+    bars: dict[str, Any] = {}
+    shown: dict[str, int] = {}
+
+    def progress_for(label: str):
+        def progress(done: int, total: int) -> None:
+            if as_json or total <= 0:
+                return
+            if label not in bars:
+                bars[label] = click.progressbar(length=total, label=label, file=sys.stderr)
+                bars[label].__enter__()
+                shown[label] = 0
+            bars[label].update(done - shown[label])
+            shown[label] = done
+        return progress
 
     def run() -> dict:
+        if background:  # a detached job: this process is about to exit
+            return jobs.request_index(recall, force=force, reason="cli", budget=0.0, large=-1)
         try:
-            report = recall.refresh(force=force, progress=progress)
+            return jobs.run_in_foreground(recall, force=force, reason="cli", progress=progress_for("indexing sessions"),
+                                          embed_progress=progress_for("embedding messages"))
         finally:
-            if bar is not None:
+            for bar in bars.values():
                 bar.__exit__(None, None, None)
-        return {"success": True, **report.as_dict()}
 
-    def human(p: dict) -> None:
-        click.echo(f"indexed {p['sessions_updated']} changed sessions of {p['sessions_total']} "
-                   f"({p['messages_read']} messages) in {p['seconds']:.2f}s")
-
-    _run(run, as_json, human)
+    _run(run, as_json, _echo(humanize.index))
 
 
 @main.command()
+@click.option("--cwd", default=None, help="Ask from this folder (default: the current folder).")
+@click.option("--session", "session_id", default=None, help="Ask as this session.")
+@click.option("--branch", default=None)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def status(ctx: click.Context, as_json: bool) -> None:
+def status(ctx: click.Context, cwd: str | None, session_id: str | None, branch: str | None, as_json: bool) -> None:
     """Index health; answers even when there is no index (and never creates one)."""
+    _run(lambda: _recall(ctx).status(session_id=session_id, cwd=_asker(cwd), branch=branch), as_json,
+         _echo(humanize.status))
 
-    def human(p: dict) -> None:
-        for key, value in p.items():
-            if key != "success":
-                click.echo(f"{key}: {value}")
 
-    _run(lambda: _recall(ctx).status(), as_json, human)
+@main.command()
+@click.argument("session_ref")
+@click.option("--around", "around_message_id", type=int, default=None, help="Only a window around this message id.")
+@click.option("--window", type=int, default=None, help="Messages on each side of --around (default 5).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def session(ctx: click.Context, session_ref: str, around_message_id: int | None, window: int | None,
+            as_json: bool) -> None:
+    """Open one session by id, @session: link or unique prefix."""
+    _run(lambda: _fresh(ctx, lambda r: r.session(session_ref, around_message_id=around_message_id, window=window)),
+         as_json, _echo(humanize.session))
+
+
+@main.command()
+@click.option("--cwd", default=None, help="Ask from this folder (default: the current folder).")
+@click.option("--session", "session_id", default=None, help="Ask as this session.")
+@click.option("--all-projects", is_flag=True, help="Every project, not just this one.")
+@click.option("--after", default=None, help="Sessions active at or after this time (2026-11-01, ISO, or 7d).")
+@click.option("--before", default=None, help="Sessions started before this time.")
+@click.option("--branch", default=None)
+@click.option("--limit", type=int, default=20, show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def timeline(ctx: click.Context, cwd: str | None, session_id: str | None, all_projects: bool, after: str | None,
+             before: str | None, branch: str | None, limit: int, as_json: bool) -> None:
+    """Sessions newest first, in this project (or every project)."""
+    _run(lambda: _fresh(ctx, lambda r: r.timeline(session_id=session_id, cwd=_asker(cwd),
+                                                  scope="all" if all_projects else "project", after=after,
+                                                  before=before, branch=branch, limit=limit)),
+         as_json, _echo(humanize.timeline))
+
+
+@main.command()
+@click.option("--cwd", default=None, help="Mark the project of this folder (default: the current folder).")
+@click.option("--session", "session_id", default=None)
+@click.option("--branch", default=None)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def projects(ctx: click.Context, cwd: str | None, session_id: str | None, branch: str | None, as_json: bool) -> None:
+    """Every project with its sessions and messages; * marks the current one."""
+    _run(lambda: _fresh(ctx, lambda r: r.projects(session_id=session_id, cwd=_asker(cwd), branch=branch)),
+         as_json, _echo(humanize.projects))
 
 
 @main.command()

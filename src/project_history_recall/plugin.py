@@ -12,7 +12,8 @@ from typing import Any
 def _recall():
     from .recall import Recall
 
-    return Recall()
+    # Inside Hermes a large embedding backlog is worked off by a background thread.
+    return Recall(background_embedding=True)
 
 
 def check_available() -> bool:
@@ -23,6 +24,8 @@ def check_available() -> bool:
 
 
 def register(ctx: Any) -> None:
+    from . import commands
+    from .freshness import session_start_hook
     from .tools import EMOJI, SCHEMAS, TOOLSET, make_handlers
 
     for name, handler in make_handlers(_recall).items():
@@ -35,3 +38,7 @@ def register(ctx: Any) -> None:
             description=SCHEMAS[name]["description"],
             emoji=EMOJI.get(name, ""),
         )
+    ctx.register_command(commands.NAME, commands.make_handler(ctx, _recall), description=commands.DESCRIPTION,
+                         args_hint=commands.ARGS_HINT)
+    # Kept fresh with nothing to do: each new session starts a background refresh (never waits).
+    ctx.register_hook("on_session_start", session_start_hook(_recall))

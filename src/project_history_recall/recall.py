@@ -14,7 +14,7 @@ from pathlib import Path
 
 from . import moving
 from .attribution import HOME, Identity, Resolver
-from .consent import consent_covers, consent_matches_service, load_consent, needs_consent
+from .consent import consent_covers, consent_matches_service, consent_path, load_consent, needs_consent
 from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError
 from .errors import RecallError, bad_argument, no_db
 from .freshness import Freshness
@@ -320,7 +320,7 @@ class Recall:
         store = jobs.JobStore(self.home.data_dir)
         active = store.active()
         latest = store.latest()
-        job = active or (store.mark_dead(latest) if latest is not None else None)
+        job = active or (store.mark_dead(latest, save=False) if latest is not None else None)
         info["index_status"] = ("building" if active else "none") if not info["index_exists"] else (
             "updating" if active else "ready")
         if job is not None:
@@ -357,7 +357,13 @@ class Recall:
                 if not asker.identity.is_home:
                     scope = compute_scope(conn, resolver, asker.identity, None, branch=branch)
                     info["sessions_in_project"] = scope.sessions_in_scope
-            info.update(browse.semantic_facts(self.settings, self.home.data_dir, vectors))
+            emb = self.settings.embedding
+            info.update(self._idle_semantic_state().as_dict())
+            info["semantic"] = {"enabled": emb.enabled, "provider": emb.provider, "model": emb.model,
+                                "vectors_indexed": vectors}
+            info["consent"] = {"required": needs_consent(emb.provider),
+                               "given": load_consent(self.home.data_dir) is not None,
+                               "path": str(consent_path(self.home.data_dir))}
         finally:
             if conn is not None:
                 conn.close()
@@ -464,8 +470,7 @@ class Recall:
 
         if not isinstance(force, bool):
             force = str(force).strip().lower() in ("1", "true", "yes", "on")
-        return jobs.request_index(self, force=force, reason=reason,
-                                  budget=jobs.TOOL_BUDGET if budget is None else budget)
+        return jobs.request_index(self, force=force, reason=reason, budget=budget)
 
 
 def _require_text(value: object, name: str) -> str:

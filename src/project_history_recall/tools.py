@@ -11,7 +11,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from .errors import RecallError
+from . import freshness, updates
+from .errors import RecallError, bad_argument
 
 logger = logging.getLogger(__name__)
 TOOLSET = "project"
@@ -89,39 +90,163 @@ MOVE_SCHEMA: dict[str, Any] = {
 }
 
 
+HISTORY_SCHEMA: dict[str, Any] = {
+    "name": "project_history",
+    "description": (
+        "Browse past conversations of THIS project (read-only). Operations: 'session' opens one "
+        "session by id, @session: link or unique id prefix (metadata, its messages, parent and child "
+        "sessions; with around_message_id a window of messages around one message, e.g. a search hit); "
+        "'timeline' lists sessions newest first (filter with after/before; scope 'all' for every "
+        "project); 'projects' lists every project with session counts; 'status' reports the history "
+        "index (size, freshness, background indexing progress). Use project_history_search to find "
+        "something by content."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "operation": {
+                "type": "string",
+                "enum": ["session", "timeline", "projects", "status"],
+                "description": "What to do (see the tool description).",
+            },
+            "session_id": {
+                "type": "string",
+                "description": "For 'session': the session to open (full id, @session: link, or unique prefix).",
+            },
+            "around_message_id": {
+                "type": "integer",
+                "description": "For 'session': show only a window of messages around this message id.",
+            },
+            "window": {
+                "type": "integer",
+                "default": 5,
+                "description": "For 'session' with around_message_id: messages on each side (default 5, max 20).",
+            },
+            "scope": {
+                "type": "string",
+                "enum": ["project", "all"],
+                "default": "project",
+                "description": "For 'timeline': 'project' (default) or 'all' projects, on purpose.",
+            },
+            "after": {
+                "type": "string",
+                "description": "For 'timeline': sessions active at or after this time: '2026-11-01', ISO, or '7d'.",
+            },
+            "before": {"type": "string", "description": "For 'timeline': sessions started before this time."},
+            "limit": {"type": "integer", "default": 20, "description": "For 'timeline': max sessions (max 100)."},
+            "branch": {
+                "type": "string",
+                "description": "Narrow to sessions on this git branch (unknown-branch sessions stay).",
+            },
+        },
+        "required": ["operation"],
+    },
+}
+
+INDEX_SCHEMA: dict[str, Any] = {
+    "name": "project_history_index",
+    "description": (
+        "Build or refresh the index behind project_history_search and project_history. Normally not "
+        "needed: the index builds itself on first use and refreshes before every search. Use it when "
+        "status says there is no index or it is stale, or with force=true to rebuild from scratch. A "
+        "large history continues as a background job: the answer carries a job_id, and "
+        "project_history operation=status reports its progress."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "force": {
+                "type": "boolean",
+                "default": False,
+                "description": "Rebuild from scratch (the old index keeps answering until the new one is done).",
+            },
+        },
+    },
+}
+
+OPERATIONS = ("session", "timeline", "projects", "status")
+
+
+def _payload(fn: Callable[[], dict]) -> dict:
+    try:
+        return fn()
+    except RecallError as exc:
+        return exc.as_dict()
+    except Exception as exc:
+        logger.exception("project-history-recall tool failed")
+        return {"success": False, "error": f"internal error: {type(exc).__name__}: {exc}", "code": "internal"}
+
+
+def _dumps(payload: dict) -> str:
+    return json.dumps(payload, ensure_ascii=False, default=str)
+
+
 def json_reply(fn: Callable[[], dict]) -> str:
     """Run ``fn`` and always answer JSON: library errors keep their code; anything
     unexpected is logged and reported as ``internal`` instead of reaching Hermes."""
-    try:
-        payload = fn()
-    except RecallError as exc:
-        payload = exc.as_dict()
-    except Exception as exc:
-        logger.exception("project-history-recall tool failed")
-        payload = {"success": False, "error": f"internal error: {type(exc).__name__}: {exc}", "code": "internal"}
-    return json.dumps(payload, ensure_ascii=False, default=str)
+    return _dumps(_payload(fn))
 
 
 def _args(args: object) -> dict:
     return args if isinstance(args, dict) else {}
 
 
+def _history(recall: Any, a: dict, session_id: str | None) -> dict:
+    operation = a.get("operation")
+    if not isinstance(operation, str) or operation.strip().lower() not in OPERATIONS:
+        raise bad_argument(f"operation must be one of {', '.join(OPERATIONS)}")
+    operation = operation.strip().lower()
+    if operation == "session":
+        return recall.session(a.get("session_id"), around_message_id=a.get("around_message_id"),
+                              window=a.get("window"), session_id=session_id, branch=a.get("branch"))
+    if operation == "timeline":
+        return recall.timeline(session_id=session_id, scope=a.get("scope"), after=a.get("after"),
+                               before=a.get("before"), branch=a.get("branch"), limit=a.get("limit"))
+    if operation == "projects":
+        return recall.projects(session_id=session_id, branch=a.get("branch"))
+    return {**recall.status(session_id=session_id, branch=a.get("branch")), "operation": "status"}
+
+
 def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., str]]:
     """Handlers bound to a factory, so every call sees the current profile and config."""
 
+    def reply(fn: Callable[[Any], dict]) -> str:
+        """Every tool answer: says how fresh the index was, and carries a pending
+        new-version notice (after which a new check may start, in the background)."""
+        recall = None
+
+        def run() -> dict:
+            nonlocal recall
+            recall = recall_factory()
+            return freshness.answer(recall, lambda: fn(recall))
+
+        payload = _payload(run)
+        if recall is not None:
+            updates.after_tool_use(recall.home, recall.settings, payload)
+        return _dumps(payload)
+
     def search(args: dict, **kwargs: Any) -> str:
         a = _args(args)
-        return json_reply(lambda: recall_factory().search(
+        return reply(lambda r: r.search(
             a.get("query"), session_id=kwargs.get("session_id"), mode=a.get("mode"), limit=a.get("limit"),
             after=a.get("after"), before=a.get("before"), kinds=a.get("kinds"), scope=a.get("scope"),
             branch=a.get("branch")))
 
     def move(args: dict, **kwargs: Any) -> str:
         a = _args(args)
-        return json_reply(lambda: recall_factory().move_session(kwargs.get("session_id"), a.get("project_id")))
+        return reply(lambda r: r.move_session(kwargs.get("session_id"), a.get("project_id")))
 
-    return {"project_history_search": search, "project_session_move": move}
+    def history(args: dict, **kwargs: Any) -> str:
+        return reply(lambda r: _history(r, _args(args), kwargs.get("session_id")))
+
+    def index(args: dict, **kwargs: Any) -> str:
+        return reply(lambda r: r.request_index(force=_args(args).get("force", False), reason="tool"))
+
+    return {"project_history_search": search, "project_session_move": move, "project_history": history,
+            "project_history_index": index}
 
 
-SCHEMAS = {"project_history_search": SEARCH_SCHEMA, "project_session_move": MOVE_SCHEMA}
-EMOJI = {"project_history_search": "🧭", "project_session_move": "📦"}
+SCHEMAS = {"project_history_search": SEARCH_SCHEMA, "project_session_move": MOVE_SCHEMA,
+           "project_history": HISTORY_SCHEMA, "project_history_index": INDEX_SCHEMA}
+EMOJI = {"project_history_search": "🧭", "project_session_move": "📦", "project_history": "📜",
+         "project_history_index": "🗂️"}

@@ -1,0 +1,214 @@
+"""Keeping the index fresh with nothing to do after install, without holding anyone up.
+
+Three moments, all automatic (``auto_index: false`` turns all off, ``auto_build:
+false`` only the first build):
+
+- first use with no index: the build starts as a job. A history of up to
+  :data:`~project_history_recall.jobs.LARGE_HISTORY` sessions builds in this
+  process (a thread), a larger one in a detached job; the caller waits at most
+  :data:`FIRST_BUILD_WAIT` seconds. A small history is normally done by then and
+  the search answers; otherwise the face says honestly that the index is being
+  built (:func:`building_payload`).
+- session start: :func:`kick` starts the same work in the background and
+  returns at once.
+- before every search and browse: :func:`ensure` runs the incremental refresh in
+  a worker thread and waits at most :data:`FRESH_WAIT` seconds for it; a refresh
+  that takes longer keeps going and the read uses the index as it stands
+  (``index_status: "updating"``). One worker per index per process.
+
+Nothing here raises for being slow: only the errors a refresh itself has
+(``no_db``, an unreadable state.db) reach the caller.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from . import jobs
+from .errors import RecallError, no_db
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from .indexer import RefreshReport
+    from .recall import Recall
+
+logger = logging.getLogger(__name__)
+
+FRESH_WAIT = 1.5  # seconds an incremental check may hold up a read
+FIRST_BUILD_WAIT = 5.0  # seconds a first use waits for the initial build
+WORKER_LOCK_WAIT = 2.0  # the worker's wait for the writer lock (a job may hold it)
+
+
+@dataclass
+class Freshness:
+    """How current the index was for the read that just ran."""
+
+    state: str = "fresh"  # fresh | updating | building | stale | manual
+    waited: float = 0.0
+    job: dict | None = None
+    report: dict | None = None
+    warning: str | None = None
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if v is not None}
+
+
+@dataclass
+class _Worker:
+    thread: threading.Thread | None = None
+    report: RefreshReport | None = None
+    error: BaseException | None = None
+    started: float = field(default_factory=time.monotonic)
+
+    def alive(self) -> bool:
+        return self.thread is not None and self.thread.is_alive()
+
+
+_workers: dict[str, _Worker] = {}
+_workers_lock = threading.Lock()
+
+
+def _refresh_worker(recall: Recall) -> _Worker:
+    """The running incremental refresh of this index, or a new one."""
+    key = str(recall.index.path)
+    with _workers_lock:
+        worker = _workers.get(key)
+        if worker is not None and worker.alive():
+            return worker
+        worker = _Worker()
+
+        def run() -> None:
+            try:
+                worker.report = recall.refresh(lock_timeout=WORKER_LOCK_WAIT)
+                if worker.report.changed:
+                    jobs.record_refresh(recall.home.data_dir, worker.report.as_dict(), "incremental")
+            except BaseException as exc:  # handed to whoever waits
+                worker.error = exc
+
+        worker.thread = threading.Thread(target=run, name="phr-refresh", daemon=True)
+        _workers[key] = worker
+        worker.thread.start()
+        return worker
+
+
+def _first_build(recall: Recall, wait: float) -> Freshness:
+    store = jobs.JobStore(recall.home.data_dir)
+    job = store.active()
+    if job is None:
+        with recall.source.read() as reader:
+            total = len(reader.sessions())
+        job, _ = jobs.start(recall, reason="auto_build", detach=total > jobs.LARGE_HISTORY)
+    job = jobs.wait(recall, job, wait)
+    if job.state == "done" and recall.index.exists():
+        return Freshness("fresh", job=job.as_dict(), report=job.report)
+    if job.state == "failed" and job.error:
+        raise RecallError(job.error.get("error", "the index build failed"), job.error.get("code", "internal"))
+    return Freshness("building", job=job.as_dict())
+
+
+def ensure(recall: Recall, *, wait: float | None = None, first_wait: float | None = None) -> Freshness:
+    """The check before every read; bounded by ``wait`` (``first_wait`` with no index yet)."""
+    started = time.monotonic()
+    wait = FRESH_WAIT if wait is None else wait
+    first_wait = FIRST_BUILD_WAIT if first_wait is None else first_wait
+    if not recall.source.exists():
+        raise no_db(recall.home.state_db)
+    settings = recall.settings
+    if not settings.auto_index:
+        return Freshness("manual")
+    if not recall.index.exists():
+        if not settings.auto_build:
+            return Freshness("manual")
+        fresh = _first_build(recall, first_wait)
+    else:
+        store = jobs.JobStore(recall.home.data_dir)
+        running = store.active()
+        if running is not None:  # a job holds the writer: read what is there
+            fresh = Freshness("updating", job=running.as_dict())
+        else:
+            worker = _refresh_worker(recall)
+            if worker.thread is not None:
+                worker.thread.join(max(0.0, wait))
+            busy = isinstance(worker.error, RecallError) and worker.error.code == "index_busy"
+            if worker.alive() or busy:  # still running, or a writer elsewhere holds the lock
+                fresh = Freshness("updating")
+            elif isinstance(worker.error, RecallError) and worker.error.code == "db_unreadable":
+                # Hermes's database could not be read just now (locked, mid-migration): the
+                # index still answers, and says it may be behind.
+                fresh = Freshness("stale", warning=worker.error.message)
+            elif worker.error is not None:
+                raise worker.error
+            else:
+                fresh = Freshness("fresh", report=worker.report.as_dict() if worker.report else None)
+    fresh.waited = round(time.monotonic() - started, 4)
+    return fresh
+
+
+def kick(recall: Recall) -> None:
+    """Start the background refresh (or first build) and return at once: the session-start hook."""
+    try:
+        ensure(recall, wait=0.0, first_wait=0.0)
+    except Exception:
+        logger.debug("project-history-recall: background refresh did not start", exc_info=True)
+
+
+def session_start_hook(recall_factory: Callable[[], Recall]) -> Callable[..., None]:
+    """``on_session_start`` callback: everything, even reading config, happens off the agent's thread."""
+
+    def run() -> None:
+        try:
+            kick(recall_factory())
+        except Exception:
+            logger.debug("project-history-recall: session-start refresh failed", exc_info=True)
+
+    def on_session_start(**_: Any) -> None:
+        threading.Thread(target=run, name="phr-session-start", daemon=True).start()
+
+    return on_session_start
+
+
+def building_payload(fresh: Freshness | None, manual: bool = False) -> dict:
+    """The honest answer of a read while the first build is still running."""
+    job = (fresh.job if fresh else None) or {}
+    progress = f" ({job['progress']})" if job.get("progress") else ""
+    payload: dict = {
+        "success": True,
+        "results": [],
+        "index_status": "building",
+        "message": f"The history index is being built{progress}; ask again in a moment "
+                   "(project_history operation=status shows progress).",
+    }
+    if job:
+        payload["job_id"] = job.get("id")
+        payload["job"] = job
+    return payload
+
+
+def answer(recall: Recall, fn: Callable[[], dict]) -> dict:
+    """Run a read and say how fresh its index was: ``building`` instead of a bare
+    ``no_index`` while the first build runs, ``updating`` when it read a stale index."""
+    try:
+        payload = fn()
+    except RecallError as exc:
+        fresh = recall.last_freshness
+        if exc.code != "no_index" or fresh is None:
+            raise
+        if fresh.state == "building":
+            return building_payload(fresh)
+        if fresh.state == "manual":
+            raise RecallError("the index is not built yet and automatic indexing is off: run "
+                              "project_history_index (or /recall index, phr index)", "no_index") from exc
+        raise
+    fresh = recall.last_freshness
+    if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
+        payload.setdefault("index_status", fresh.state)
+        if fresh.job:
+            payload.setdefault("job_id", fresh.job.get("id"))
+        if fresh.warning:
+            payload.setdefault("warning", fresh.warning)
+    return payload

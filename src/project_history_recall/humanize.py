@@ -1,0 +1,182 @@
+"""Text for people: the same payloads the tools return, as lines to read.
+
+One module for every human face (``phr`` and ``/recall``), so a status or a
+search reads the same in a terminal and in a chat. Each function takes a payload
+dict (success or error) and returns a string; none of them does any I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+SEARCH_PREVIEW = 10
+
+
+def _project_name(project: dict | None) -> str:
+    project = project or {}
+    if project.get("kind") == "home":
+        return "Home"
+    return str(project.get("name") or project.get("key") or project.get("kind") or "?")
+
+
+def error(payload: dict) -> str:
+    text = f"error: {payload.get('error')} ({payload.get('code')})"
+    for c in payload.get("candidates") or []:
+        text += f"\n  {c['session_id']}  {c.get('title') or '(untitled)'}  [{c.get('when')}]"
+    return text
+
+
+def _guard(fn: Callable[[dict], str]) -> Callable[[dict], str]:
+    """Errors and the "index is being built" answer read the same for every operation."""
+
+    def wrapper(payload: dict) -> str:
+        if payload.get("success") is False:
+            return error(payload)
+        if payload.get("index_status") == "building" and fn is not _status:
+            return str(payload.get("message") or "The history index is being built.")
+        lines = [fn(payload)]
+        if payload.get("index_status") in ("updating", "stale") and fn is not _status:
+            lines.append(f"(index {payload['index_status']}: answers may miss the newest messages)")
+        if payload.get("warning"):
+            lines.append(f"warning: {payload['warning']}")
+        if payload.get("notice"):
+            lines.append(str(payload["notice"]))
+        return "\n".join(line for line in lines if line)
+
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+@_guard
+def search(payload: dict) -> str:
+    lines = [f"project: {_project_name(payload.get('project'))} · {payload.get('sessions_in_scope', 0)} "
+             f"sessions in scope · semantic: {payload.get('semantic_status')}"]
+    if payload.get("message"):
+        lines.append(str(payload["message"]))
+    for n, r in enumerate(payload.get("results", []), start=1):
+        title = r.get("title") or "(untitled)"
+        where = f", {_project_name(r['project'])}" if r.get("project") else ""
+        lines.append(f"{n}. {r['link']}  {title}  [{r['when']}, {r['kind']}, {r['score_source']}{where}]")
+        lines.append(f"   {r['snippet']}")
+    return "\n".join(lines)
+
+
+def _size(n: object) -> str:
+    if not isinstance(n, int | float):
+        return "?"
+    value = float(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if value < 1024 or unit == "GB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
+
+
+def job_line(job: dict | None) -> str:
+    if not job:
+        return ""
+    state = job.get("state")
+    progress = f", {job['progress']}" if job.get("progress") else ""
+    when = f", finished {job['finished']}" if job.get("finished") else f", started {job.get('created')}"
+    return f"job {job.get('id')}: {state}{progress}{when} ({job.get('seconds')}s, {job.get('reason')})"
+
+
+def _status(payload: dict) -> str:
+    lines = [f"project-history-recall {payload.get('version', '')} · Hermes home {payload.get('hermes_home')}"]
+    lines.append(f"index: {payload.get('index_status')} · {payload.get('index_path')}")
+    if payload.get("index_exists"):
+        lines.append(f"  {payload.get('sessions_indexed')} sessions, {payload.get('messages_indexed')} messages, "
+                     f"{payload.get('entries_indexed')} entries · {_size(payload.get('index_bytes'))}")
+        seconds = payload.get("last_index_seconds")
+        took = f" (took {seconds:.2f}s)" if isinstance(seconds, int | float) else ""
+        lines.append(f"  last indexed {payload.get('last_index_at') or 'never'}{took}")
+    if "state_db_sessions" in payload:
+        lines.append(f"Hermes sessions: {payload['state_db_sessions']} "
+                     f"({payload.get('sessions_pending', 0)} not indexed yet)")
+    elif not payload.get("state_db_exists"):
+        lines.append(f"Hermes session database not found: {payload.get('state_db')}")
+    if payload.get("job"):
+        lines.append(job_line(payload["job"]))
+    consent = payload.get("consent") or {}
+    semantic = payload.get("semantic") or {}
+    lines.append(f"semantic: {payload.get('semantic_status')} ({semantic.get('provider')}, "
+                 f"{semantic.get('vectors_indexed', 0)} vectors) · consent: "
+                 f"{'given' if consent.get('given') else 'not needed' if not consent.get('required') else 'missing'}")
+    project = payload.get("project")
+    if project:
+        count = f" · {payload['sessions_in_project']} sessions" if "sessions_in_project" in payload else ""
+        lines.append(f"current project: {_project_name(project)} ({project.get('kind')}){count}")
+    if payload.get("message"):
+        lines.append(str(payload["message"]))
+    return "\n".join(lines)
+
+
+status = _guard(_status)
+
+
+@_guard
+def index(payload: dict) -> str:
+    if payload.get("status") == "running":
+        return str(payload.get("message"))
+    line = (f"indexed {payload.get('sessions_updated', 0)} changed sessions of {payload.get('sessions_total', 0)} "
+            f"({payload.get('messages_read', 0)} messages) in {float(payload.get('seconds') or 0):.2f}s")
+    embedding = payload.get("embedding") or {}
+    if embedding.get("embedded"):
+        line += f"; embedded {embedding['embedded']} messages in {float(embedding.get('embed_seconds') or 0):.1f}s"
+    elif embedding.get("semantic_status") not in (None, "ready"):
+        line += f"; semantic search: {embedding['semantic_status']}"
+    return line
+
+
+@_guard
+def projects(payload: dict) -> str:
+    lines = []
+    for p in payload.get("projects", []):
+        mark = "*" if p.get("current") else " "
+        lines.append(f"{mark} {_project_name(p)} ({p.get('kind')})  {p.get('sessions')} sessions, "
+                     f"{p.get('messages')} messages, last {p.get('last_activity') or '-'}")
+    return "\n".join(lines) or "No projects yet."
+
+
+@_guard
+def timeline(payload: dict) -> str:
+    scope = "every project" if payload.get("scope") == "all" else _project_name(payload.get("project"))
+    lines = [f"{scope}: {payload.get('shown', 0)} of {payload.get('total', 0)} sessions, newest first"]
+    if payload.get("message"):
+        lines.append(str(payload["message"]))
+    for s in payload.get("sessions", []):
+        where = f"  · {_project_name(s['project'])}" if s.get("project") else ""
+        mark = " (this session)" if s.get("current") else ""
+        lines.append(f"{s.get('last_active') or s.get('when')}  {s['link']}  {s.get('label')}  "
+                     f"[{s.get('message_count')} msgs]{where}{mark}")
+    return "\n".join(lines)
+
+
+def _entry_lines(entries: list[dict]) -> list[str]:
+    lines = []
+    for e in entries:
+        who = e["kind"] if e["kind"] != "tool_call" else f"tool {e.get('tool_name') or ''}".strip()
+        mark = "▶ " if e.get("anchor") else ""
+        text = " ".join(str(e.get("text", "")).split())
+        lines.append(f"{mark}[{e.get('message_id')}] {who} · {e.get('when')}: {text[:400]}")
+    return lines
+
+
+@_guard
+def session(payload: dict) -> str:
+    s = payload.get("session") or {}
+    lines = [f"{s.get('link')}  {s.get('title') or '(untitled)'}",
+             f"  project {_project_name(s.get('project'))} · cwd {s.get('cwd') or '-'} · branch "
+             f"{s.get('branch') or '-'} · {s.get('started')} · {s.get('message_count')} messages"]
+    parent = payload.get("parent")
+    if parent:
+        lines.append(f"  parent: {parent.get('session_id')} ({parent.get('relation', 'parent')})")
+    for c in payload.get("children", []):
+        lines.append(f"  child: {c['session_id']} ({c.get('relation')}) {c.get('title') or ''}".rstrip())
+    lines += _entry_lines(payload.get("entries", []))
+    if payload.get("truncated"):
+        lines.append(f"… {payload.get('elided')} entries elided …")
+        lines += _entry_lines(payload.get("tail", []))
+    if payload.get("mode") == "window":
+        lines.append(f"({payload.get('more_before')} messages before, {payload.get('more_after')} after this window)")
+    return "\n".join(lines)

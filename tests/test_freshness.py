@@ -1,0 +1,265 @@
+"""Automatic freshness: nothing to do after install, and never a long wait.
+
+First use builds the index, session start refreshes it in the background, every read runs
+a bounded incremental check; a state.db locked by a writing Hermes process never hangs us.
+All through Hermes's real tool registry and hook dispatch.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from builders import History, dispatch, git_init, register_plugin, session_ids
+from project_history_recall import freshness, jobs
+from project_history_recall.recall import Recall
+
+SLACK = 1.5  # seconds of scheduling noise allowed on top of a documented bound
+
+
+@pytest.fixture(autouse=True)
+def plugin(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
+    register_plugin()
+
+
+@pytest.fixture()
+def h(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.repo = repo  # type: ignore[attr-defined]
+    h.session("old", repo, "the puffin release checklist", "tag, build, publish puffin")
+    h.session("now", repo)
+    yield h
+    h.close()
+
+
+def search(query: str, **args) -> dict:
+    return dispatch("project_history_search", {"query": query, "mode": "keyword", **args}, session_id="now")
+
+
+def configure(root: Path, **plugin_settings) -> None:
+    (root / "config.yaml").write_text(yaml.safe_dump(
+        {"plugins": {"entries": {"project-history-recall": plugin_settings}}}))
+
+
+def write_from_another_process(db_path: Path, sid: str, cwd: Path, text: str) -> None:
+    code = (
+        "import sys\nfrom pathlib import Path\nfrom hermes_state import SessionDB\n"
+        "db = SessionDB(db_path=Path(sys.argv[1]))\n"
+        "db.create_session(sys.argv[2], 'cli', cwd=sys.argv[3])\n"
+        "db.append_message(sys.argv[2], 'user', sys.argv[4])\n"
+        "db.close()\n"
+    )
+    subprocess.run([sys.executable, "-c", code, str(db_path), sid, str(cwd), text], check=True, timeout=60)
+
+
+def timed(fn):
+    started = time.monotonic()
+    result = fn()
+    return result, time.monotonic() - started
+
+
+# -- first use -------------------------------------------------------------------------------
+
+
+def test_first_search_builds_a_small_index_within_the_bound(h):
+    assert not (h.root / "plugins").exists()
+    reply, seconds = timed(lambda: search("puffin"))
+    assert session_ids(reply) == ["old"] and "index_status" not in reply
+    assert seconds < freshness.FIRST_BUILD_WAIT + SLACK
+    job = dispatch("project_history", {"operation": "status"})["job"]
+    assert job["reason"] == "auto_build" and job["state"] == "done" and job["detached"] is False
+
+
+def test_first_use_of_a_large_history_answers_building_then_results(h, monkeypatch):
+    monkeypatch.setattr(jobs, "LARGE_HISTORY", 0)  # every history is "large": a detached job builds it
+    monkeypatch.setattr(freshness, "FIRST_BUILD_WAIT", 0.0)
+    reply, seconds = timed(lambda: search("puffin"))
+    assert reply == {**reply, "success": True, "results": [], "index_status": "building"}, reply
+    assert reply["job"]["detached"] is True and "being built" in reply["message"]
+    assert seconds < SLACK
+    browse = dispatch("project_history", {"operation": "timeline"}, session_id="now")
+    assert browse["index_status"] == "building" and browse["success"] is True
+    state = jobs.wait(Recall(h.root), jobs.Job(reply["job_id"]), 60)
+    assert state.state == "done"
+    assert session_ids(search("puffin")) == ["old"]
+
+
+def test_auto_build_off_means_no_index_until_asked(h):
+    configure(h.root, auto_build=False)
+    reply = search("puffin")
+    assert reply["success"] is False and reply["code"] == "no_index"
+    assert "automatic indexing is off" in reply["error"] and "project_history_index" in reply["error"]
+    assert not (h.root / "plugins").exists()
+    assert dispatch("project_history_index", {})["status"] == "done"
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "a puffin update")
+    assert set(session_ids(search("puffin"))) == {"old", "newer"}  # increments still run
+
+
+def test_auto_index_off_means_fully_manual(h):
+    configure(h.root, auto_index=False)
+    assert search("puffin")["code"] == "no_index"
+    assert dispatch("project_history_index", {})["sessions_updated"] == 2
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "a puffin update")
+    assert session_ids(search("puffin")) == ["old"]
+    from hermes_cli.plugins import get_plugin_manager
+
+    get_plugin_manager().invoke_hook("on_session_start", session_id="now", model="m", platform="cli")
+    time.sleep(0.5)
+    assert session_ids(search("puffin")) == ["old"]
+    dispatch("project_history_index", {})
+    assert set(session_ids(search("puffin"))) == {"old", "newer"}
+
+
+# -- every read ----------------------------------------------------------------------------------
+
+
+def test_a_session_written_by_another_process_is_found_by_the_very_next_search(h):
+    assert session_ids(search("puffin")) == ["old"]
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "the puffin hotfix")
+    assert set(session_ids(search("puffin"))) == {"old", "newer"}
+    write_from_another_process(h.root / "state.db", "newest", h.repo, "puffin again")
+    timeline = dispatch("project_history", {"operation": "timeline"}, session_id="now")
+    assert "newest" in {s["session_id"] for s in timeline["sessions"]}
+
+
+def test_a_slow_refresh_never_holds_a_read_longer_than_the_bound(h, monkeypatch):
+    assert session_ids(search("puffin")) == ["old"]
+    real = Recall.refresh
+
+    def slow(self, **kwargs):
+        time.sleep(4)
+        return real(self, **kwargs)
+
+    monkeypatch.setattr(Recall, "refresh", slow)
+    reply, seconds = timed(lambda: search("puffin"))
+    assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
+    assert seconds < freshness.FRESH_WAIT + SLACK
+
+
+def test_reads_while_an_index_job_runs_use_the_index_as_it_stands(h, monkeypatch):
+    assert session_ids(search("puffin")) == ["old"]
+    monkeypatch.setattr(jobs, "LARGE_HISTORY", 0)
+    monkeypatch.setattr(jobs, "BACKGROUND_GLANCE", 0.0)
+    recall = Recall(h.root)
+    with recall.index.writer(timeout=5):  # keeps the forced rebuild waiting, so running
+        started = dispatch("project_history_index", {"force": True})
+        assert started["status"] == "running"
+        reply, seconds = timed(lambda: search("puffin"))
+        assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
+        assert reply["job_id"] == started["job_id"] and seconds < SLACK
+    assert jobs.wait(recall, jobs.Job(started["job_id"]), 60).state == "done"
+
+
+# -- session start ---------------------------------------------------------------------------------
+
+
+def test_session_start_refreshes_in_the_background(h):
+    from hermes_cli.plugins import get_plugin_manager
+
+    manager = get_plugin_manager()
+    _, seconds = timed(lambda: manager.invoke_hook("on_session_start", session_id="now", model="m", platform="cli"))
+    assert seconds < 0.2  # the hook only starts a thread
+    index = Recall(h.root).index
+    deadline = time.monotonic() + 30
+    while not index.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert index.exists()  # the first build ran without any tool call
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "puffin news")
+    manager.invoke_hook("on_session_start", session_id="newer", model="m", platform="cli")
+    deadline = time.monotonic() + 30
+    while dispatch("project_history", {"operation": "status"}).get("sessions_pending") and \
+            time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert dispatch("project_history", {"operation": "status"})["sessions_indexed"] == 3
+
+
+# -- a locked state.db -----------------------------------------------------------------------
+
+
+LOCKER = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
+conn.execute("BEGIN " + sys.argv[2])
+conn.execute("UPDATE sessions SET title = 'locked' WHERE id = 'old'")
+print("locked", flush=True)
+time.sleep(float(sys.argv[3]))
+conn.execute("ROLLBACK")
+"""
+
+
+def hold_lock(db: Path, kind: str, seconds: float) -> subprocess.Popen:
+    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), kind, str(seconds)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
+    return proc
+
+
+@pytest.mark.parametrize("kind", ["IMMEDIATE", "EXCLUSIVE"])
+def test_a_writer_holding_state_db_does_not_block_a_search(h, kind):
+    assert session_ids(search("puffin")) == ["old"]
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "puffin two")
+    locker = hold_lock(h.root / "state.db", kind, 4)
+    try:
+        reply, seconds = timed(lambda: search("puffin"))
+        # WAL: readers are not blocked by a writer, so the increment itself succeeds.
+        assert set(session_ids(reply)) == {"old", "newer"} and seconds < freshness.FRESH_WAIT + SLACK
+    finally:
+        locker.terminate()  # our own locker process, done with
+        locker.wait(timeout=30)
+
+
+def test_a_locked_rollback_journal_state_db_gives_a_stale_answer_or_a_clear_error(h):
+    assert session_ids(search("puffin")) == ["old"]
+    h.close()
+    conn = sqlite3.connect(h.root / "state.db")
+    assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
+    conn.close()
+    locker = hold_lock(h.root / "state.db", "EXCLUSIVE", 6)
+    try:
+        # An index exists: it answers, and says it may be behind.
+        reply, seconds = timed(lambda: search("puffin"))
+        assert session_ids(reply) == ["old"] and reply["index_status"] == "stale" and reply["warning"]
+        assert seconds < freshness.FRESH_WAIT + SLACK
+        # No index yet: a clear error code, quickly.
+        for part in (h.root / "plugins").rglob("index.db*"):
+            part.unlink()
+        reply, seconds = timed(lambda: search("puffin"))
+        assert reply["success"] is False and reply["code"] == "db_unreadable"
+        assert seconds < 2 * SLACK
+    finally:
+        locker.terminate()  # our own locker process, done with
+        locker.wait(timeout=30)
+
+
+# -- how long a read waits, measured -------------------------------------------------------------
+
+
+def test_the_check_is_cheap_when_nothing_changed(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    for i in range(200):
+        h.session(f"s{i:03d}", repo, f"note {i}", f"reply {i}")
+    recall = Recall(h.root)
+    recall.ensure_fresh()  # the first build
+    waits = []
+    for _ in range(5):
+        recall.ensure_fresh()
+        assert recall.last_freshness is not None and recall.last_freshness.state == "fresh"
+        waits.append(recall.last_freshness.waited)
+    h.session("one-more", repo, "a new one")
+    recall.ensure_fresh()
+    assert recall.last_freshness is not None
+    one_new = recall.last_freshness.waited
+    print(f"\nensure_fresh, 200 sessions: nothing changed {min(waits) * 1000:.1f} ms, one new {one_new * 1000:.1f} ms")
+    assert min(waits) < 0.25 and one_new < freshness.FRESH_WAIT
+    assert os.path.exists(recall.index.path)
+    h.close()
