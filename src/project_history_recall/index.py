@@ -15,9 +15,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from filelock import FileLock, Timeout
-
 from .errors import RecallError
+from .locks import exclusive
 from .tokenizer import FTS_TOKENIZE, TOKENIZER_VERSION
 
 INDEX_FILENAME = "index.db"
@@ -83,25 +82,33 @@ CREATE INDEX chunks_fingerprint_session ON chunks(model_fingerprint, session_id)
 CREATE INDEX chunks_hash ON chunks(content_hash, model_fingerprint)
 """
 
-# The coding scene (seed 003): every recorded edit of a file, oldest first.
+# The coding scene (seed 003, written by chain.ChainExtension): one row per recorded edit
+# of one file. ``path`` is relative to the checkout the edit was made in, ``abs_path`` is
+# where it landed when known (for "is it still in the file"). ``raw`` is the edit's raw
+# material (Hermes's diff, the V4A section, a quoted diff): patches and symbols are made
+# from it at query time (see chain_extract.render_edit). No project identity and no
+# branch here: both come from ``sessions`` at query time. ``said``/``said_message_id``
+# are the user's words that asked for the edit. The UPDATE makes the next refresh re-read
+# every session, so an index built before this table gets its edits too.
 _V3 = """
 CREATE TABLE edits (
     id INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL,
-    message_id INTEGER,
+    message_id INTEGER NOT NULL,
+    seq INTEGER NOT NULL,
     timestamp REAL NOT NULL,
-    repo_root TEXT,
-    branch TEXT,
     path TEXT NOT NULL,
-    symbol TEXT,
-    tool TEXT NOT NULL,
+    abs_path TEXT,
+    form TEXT NOT NULL,
     old_text TEXT,
     new_text TEXT,
-    patch TEXT NOT NULL,
-    said TEXT
+    raw TEXT,
+    said TEXT,
+    said_message_id INTEGER
 );
 CREATE INDEX edits_path ON edits(path, timestamp);
-CREATE INDEX edits_session ON edits(session_id)
+CREATE INDEX edits_session ON edits(session_id, message_id);
+UPDATE sessions SET content_signature = ''
 """
 
 Migration = str | Callable[[sqlite3.Connection], None]
@@ -215,19 +222,9 @@ class Index:
             if part.exists():
                 part.replace(part.with_name(f"{self.path.name}.{reason}-{stamp}{suffix}"))
 
-    @contextlib.contextmanager
-    def writer(self, timeout: float) -> Iterator[None]:
+    def writer(self, timeout: float) -> contextlib.AbstractContextManager[None]:
         """The single-writer lock shared by every process of this profile."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.lock_path))
-        try:
-            lock.acquire(timeout=timeout)
-        except Timeout as exc:
-            raise RecallError("another process is updating the index", "index_busy") from exc
-        try:
-            yield
-        finally:
-            lock.release()
+        return exclusive(self.lock_path, timeout, "another process is updating the index")
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:

@@ -26,14 +26,13 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
-
 from .errors import RecallError, no_db
+from .locks import exclusive
 from .when import format_when
 
 if TYPE_CHECKING:
@@ -225,18 +224,8 @@ class JobStore:
                 with contextlib.suppress(OSError):
                     (self.dir / f"{job.id}{suffix}").unlink()
 
-    @contextlib.contextmanager
-    def start_lock(self) -> Iterator[None]:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        lock = FileLock(str(self.dir / "start.lock"))
-        try:
-            lock.acquire(timeout=START_LOCK_WAIT)
-        except Timeout as exc:
-            raise RecallError("another process is starting an index job", "index_busy") from exc
-        try:
-            yield
-        finally:
-            lock.release()
+    def start_lock(self) -> contextlib.AbstractContextManager[None]:
+        return exclusive(self.dir / "start.lock", START_LOCK_WAIT, "another process is starting an index job")
 
 
 def record_refresh(data_dir: Path, report: dict, reason: str) -> None:

@@ -186,17 +186,27 @@ class Recall:
 
     # -- semantic -----------------------------------------------------------------
 
-    def _idle_semantic_state(self) -> SemanticState:
-        """The status without touching a provider: for answers that search nothing."""
+    def _configured_state(self, project_key: str | None) -> SemanticState | None:
+        """``disabled``, ``unavailable`` (a config we cannot use) or ``consent_required``, decided
+        from config and consent alone; None when a provider may be built. With no project, only the
+        service is checked (what status and answers that search nothing report)."""
         emb = self.settings.embedding
         if not emb.enabled:
             return SemanticState("disabled")
         if self.settings.embedding_error:
             return SemanticState("unavailable", error=self.settings.embedding_error)
-        if needs_consent(emb.provider) and not consent_matches_service(
-                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model):
-            return SemanticState("consent_required")
-        return SemanticState("ready")
+        if not needs_consent(emb.provider):
+            return None
+        consent = load_consent(self.home.data_dir)
+        allowed = consent_matches_service(consent, provider=emb.provider, endpoint=emb.endpoint, model=emb.model) \
+            if project_key is None else consent_covers(consent, provider=emb.provider, endpoint=emb.endpoint,
+                                                       model=emb.model, project_key=project_key,
+                                                       profile=self.home.profile)
+        return None if allowed else SemanticState("consent_required")
+
+    def _idle_semantic_state(self) -> SemanticState:
+        """The status without touching a provider: for answers that search nothing."""
+        return self._configured_state(None) or SemanticState("ready")
 
     def semantic_state(self, conn: sqlite3.Connection, scope: Scope, identity: Identity) -> SemanticState:
         """Which of the six ``semantic_status`` values holds for this scope, with a provider when usable.
@@ -205,15 +215,9 @@ class Recall:
         covering this provider, endpoint, model and project. A small backlog in scope is
         embedded on the spot; a larger one goes to the background worker.
         """
-        emb = self.settings.embedding
-        if not emb.enabled:
-            return SemanticState("disabled")
-        if self.settings.embedding_error:
-            return SemanticState("unavailable", error=self.settings.embedding_error)
-        if needs_consent(emb.provider) and not consent_covers(
-                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model,
-                project_key=identity.scope_key, profile=self.home.profile):
-            return SemanticState("consent_required")
+        configured = self._configured_state(identity.scope_key)
+        if configured is not None:
+            return configured
         try:
             provider = self.provider()
             pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
@@ -249,12 +253,9 @@ class Recall:
 
     def embed(self, progress: Progress | None = None) -> dict:
         """Embed everything pending now, in the foreground (``phr index``). Honours consent."""
-        emb = self.settings.embedding
-        if not emb.enabled:
-            return {"semantic_status": "disabled", "embedded": 0}
-        if needs_consent(emb.provider) and not consent_matches_service(
-                load_consent(self.home.data_dir), provider=emb.provider, endpoint=emb.endpoint, model=emb.model):
-            return {"semantic_status": "consent_required", "embedded": 0}
+        configured = self._configured_state(None)
+        if configured is not None:
+            return {**configured.as_dict(), "embedded": 0}
         started = time.perf_counter()
         try:
             embedded = self.embedder(self.provider()).embed(progress=progress)

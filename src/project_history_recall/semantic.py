@@ -23,11 +23,14 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .chunking import chunk_text
 from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError, make_provider, parse_settings
+from .errors import RecallError
 from .index import Index, transaction
+from .locks import exclusive, held_elsewhere
 from .search import Filters, Hit
 
 if TYPE_CHECKING:
@@ -341,20 +344,15 @@ class _Worker(threading.Thread):
         self.error: str | None = None
 
     def run(self) -> None:
-        from filelock import FileLock, Timeout
-
         # One embedding process per profile: a second Hermes window leaves it to the first.
-        lock = FileLock(str(self.embedder.index.data_dir / "embed.lock"))
         try:
-            lock.acquire(timeout=0)
-        except Timeout:
-            return
-        try:
-            self.embedder.embed(stop=self.stop)
+            with exclusive(_embed_lock(self.embedder.index), 0, "another process is embedding"):
+                self.embedder.embed(stop=self.stop)
+        except RecallError as exc:
+            if exc.code != "index_busy":
+                self.error = exc.message
         except Exception as exc:  # reported as semantic_status "unavailable", never raised into Hermes
             self.error = f"{type(exc).__name__}: {exc}"
-        finally:
-            lock.release()
 
 
 _workers: dict[str, _Worker] = {}
@@ -376,17 +374,11 @@ def background_running(index: Index) -> bool:
     worker = _workers.get(str(index.path))
     if worker is not None and worker.is_alive():
         return True
-    if not (index.data_dir / "embed.lock").exists():
-        return False
-    from filelock import FileLock, Timeout
+    return held_elsewhere(_embed_lock(index))
 
-    lock = FileLock(str(index.data_dir / "embed.lock"))
-    try:
-        lock.acquire(timeout=0)
-    except Timeout:
-        return True  # another process is embedding
-    lock.release()
-    return False
+
+def _embed_lock(index: Index) -> Path:
+    return index.data_dir / "embed.lock"
 
 
 def last_background_error(index: Index) -> str | None:

@@ -1,0 +1,39 @@
+"""Cross-process locks (one file each) that every Hermes process of a profile shares."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from pathlib import Path
+
+from filelock import FileLock, Timeout
+
+from .errors import RecallError
+
+
+@contextlib.contextmanager
+def exclusive(path: Path, timeout: float, busy: str) -> Iterator[None]:
+    """Hold the lock file at ``path``; after ``timeout`` seconds, ``RecallError(busy, "index_busy")``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=timeout)
+    except Timeout as exc:
+        raise RecallError(busy, "index_busy") from exc
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+def held_elsewhere(path: Path) -> bool:
+    """Is the lock at ``path`` held by another holder right now? (Creates nothing when absent.)"""
+    if not path.exists():
+        return False
+    lock = FileLock(str(path))
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        return True
+    lock.release()
+    return False
