@@ -1,0 +1,98 @@
+"""The retrieval-evaluation harness on bench/datasets/tiny.json: output shape, known hits, scope, regression."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench import eval_retrieval  # noqa: E402 - needs the repo root on sys.path
+from bench.evalset import EvalSet, EvalSetError  # noqa: E402
+
+TINY = ROOT / "bench" / "datasets" / "tiny.json"
+KEYS = {"hit@1", "hit@5", "hit@10", "mrr", "p50_ms", "p95_ms", "n", "by_lang", "by_category"}
+
+
+@pytest.fixture(scope="module")
+def evaluated():
+    return eval_retrieval.evaluate([TINY], ["keyword", "hermes"], quiet=True)
+
+
+def _outcome(runs, mode: str, qid: str):
+    return next(o for o in runs["tiny"].outcomes[mode] if o.query.id == qid)
+
+
+def test_output_shape(evaluated):
+    results, _ = evaluated
+    assert set(results) == {"tiny"}
+    for mode in ("keyword", "hermes"):
+        figures = results["tiny"][mode]
+        assert set(figures) >= KEYS
+        assert figures["n"] == 8  # the two negative controls are left out of the hit metrics
+        assert {"en", "zh"} <= set(figures["by_lang"])
+        assert {"keyword", "identifier", "paraphrase"} <= set(figures["by_category"])
+        for group in (*figures["by_lang"].values(), *figures["by_category"].values()):
+            assert {"hit@1", "hit@5", "hit@10", "mrr", "n"} <= set(group)
+        assert 0.0 <= figures["hit@1"] <= figures["hit@5"] <= figures["hit@10"] <= 1.0
+        assert figures["messages"]["n"] == 3
+    json.dumps(results)  # plain JSON all the way down
+
+
+def test_known_queries_hit(evaluated):
+    _, runs = evaluated
+    assert _outcome(runs, "keyword", "t2").rank() == 1  # retry_policy -> the webhook session
+    assert _outcome(runs, "keyword", "t7").rank() == 1  # Chinese bigrams
+    # Same words from the kvstore project find the kvstore session, not Billing's.
+    assert _outcome(runs, "keyword", "t8").sessions[0] == "20260106_110000_k20001"
+    assert _outcome(runs, "keyword", "t2").message_rank(runs["tiny"].built.message_ids) == 1
+
+
+def test_scope_and_negative_controls(evaluated):
+    results, runs = evaluated
+    ours = results["tiny"]["keyword"]
+    assert ours["other_project_queries"] == 0
+    assert ours["negatives"] == {"n": 2, "empty_in_project": 2, "with_other_project": 0}
+    # Archived and subagent sessions are not found.
+    for o in runs["tiny"].outcomes["keyword"]:
+        assert "20260110_100000_b10003" not in o.sessions and "20260113_090000_b1sub1" not in o.sessions
+    # Hermes's built-in search is not project-scoped: the bloom-filter question from Billing finds kvstore.
+    assert results["tiny"]["hermes"]["negatives"]["with_other_project"] >= 1
+
+
+def test_baseline_scoped_filters_hermes():
+    results, _ = eval_retrieval.evaluate([TINY], ["hermes"], baseline_scoped=True, quiet=True)
+    assert results["tiny"]["hermes"]["other_project_queries"] == 0
+
+
+def test_regression_check(tmp_path):
+    current = {"s": {"keyword": {"hit@5": 0.885}, "hybrid": {"hit@5": 0.87}}}
+    baseline = {"s": {"keyword": {"hit@5": 0.9}, "hybrid": {"hit@5": 0.9}, "semantic": {"hit@5": 0.5}}}
+    failed, text = eval_retrieval.regression(current, baseline)
+    assert failed and "REGRESSION" in text and "not run" in text
+    assert not eval_retrieval.regression({"s": {"keyword": {"hit@5": 0.885}}}, {"s": {"keyword": {"hit@5": 0.9}}})[0]
+
+
+def test_command_line_writes_json_and_fails_on_regression(tmp_path, capsys):
+    out = tmp_path / "out.json"
+    assert eval_retrieval.main([str(TINY), "--modes", "keyword", "--json", str(out)]) == 0
+    results = json.loads(out.read_text(encoding="utf-8"))
+    assert "=== tiny" in capsys.readouterr().out
+    baseline = tmp_path / "baseline.json"
+    results["tiny"]["keyword"]["hit@5"] += 0.05
+    baseline.write_text(json.dumps(results), encoding="utf-8")
+    assert eval_retrieval.main([str(TINY), "--modes", "keyword", "--regression", str(baseline)]) == 1
+
+
+def test_bad_sets_are_refused(tmp_path):
+    data = json.loads(TINY.read_text(encoding="utf-8"))
+    data["queries"][0]["gold_sessions"] = ["no-such-session"]
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(EvalSetError):
+        EvalSet.load(bad)
