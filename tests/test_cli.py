@@ -7,9 +7,9 @@ import subprocess
 import sys
 
 import yaml
-from builders import History, git_init
 from click.testing import CliRunner
 
+from builders import History, git_init
 from project_history_recall.cli import main
 
 
@@ -43,7 +43,7 @@ def test_search_as_a_session_excludes_it(tmp_path):
     h.session("a", repo, "pelican")
     h.session("b", repo, "pelican too")
     code, out = run("--home", str(h.root), "search", "pelican", "--session", "a", "--json")
-    assert [r["session_id"] for r in json.loads(out)["results"]] == ["b"]
+    assert code == 0 and [r["session_id"] for r in json.loads(out)["results"]] == ["b"]
     h.close()
 
 
@@ -59,7 +59,7 @@ def test_install_writes_a_plugin_folder_and_enables_it(tmp_path):
     home.mkdir()
     (home / "config.yaml").write_text("model:\n  default: x\nplugins:\n  disabled: [project-history-recall]\n")
     code, out = run("--home", str(home), "install", "--json")
-    assert code == 0
+    assert code == 0 and json.loads(out)["enabled"] is True
     folder = home / "plugins" / "project-history-recall"
     assert (folder / "plugin.yaml").is_file() and (folder / "__init__.py").is_file()
     manifest = yaml.safe_load((folder / "plugin.yaml").read_text())

@@ -319,7 +319,7 @@ def test_backoff_grows_exponentially_and_is_capped(
     server: FakeEmbeddingServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     delays: list[float] = []
-    monkeypatch.setattr(openai_module.time, "sleep", delays.append)
+    monkeypatch.setattr(openai_module, "_sleep", delays.append)
     server.fail_next(4, 502)
     with _client(server, backoff=0.5, max_backoff=1.5, max_attempts=5, dimensions=DIM) as client:
         client.embed_query("x")

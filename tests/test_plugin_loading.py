@@ -32,7 +32,8 @@ except ImportError:
     from tests.e2e import harness  # type: ignore[no-redef]
 
 PLUGIN = "project-history-recall"
-TOOLS = {"project_history_search", "project_session_move", "project_history", "project_history_index"}
+TOOLS = {"project_history_search", "project_session_move", "project_history", "project_history_index",
+         "project_code_history"}
 TOOLSET = "project"
 DISCOVER = Path(harness.__file__).resolve().parent / "discover_plugins.py"
 

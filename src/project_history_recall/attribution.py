@@ -101,6 +101,8 @@ class Resolver:
         self.env = env or Environment()
         self._folders = _folder_index(projects, self.env.home)
         self._junk = self.env.junk_keys()
+        #: Equal for two resolvers that resolve every path the same way (for caches).
+        self.key = (tuple((k, p.id, p.name) for k, p in self._folders), tuple(sorted(self._junk)))
 
     def resolve(self, cwd: str | None, repo_root: str | None) -> Identity:
         cwd_key = path_key(cwd, self.env.home)

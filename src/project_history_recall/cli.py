@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -215,6 +216,24 @@ def demo(ctx: click.Context, demo_home: str | None) -> None:
 
     run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None, echo=click.echo, print_search=print_search)
 
+
+
+@main.command("code-history")
+@click.argument("path")
+@click.option("--symbol", default=None, help="Only rounds touching this function or class.")
+@click.option("--query", default=None, help="Only rounds whose request or patch mentions these words.")
+@click.option("--branch", default=None, help="Narrow to a git branch (unknown-branch sessions stay).")
+@click.option("--limit", type=int, default=None, help="How many rounds, newest kept (default 10).")
+@click.option("--cwd", default=None, help="Ask from this folder (default: the current folder).")
+@click.option("--session", "session_id", default=None, help="Ask as this session.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def code_history(ctx: click.Context, path: str, symbol: str | None, query: str | None, branch: str | None,
+                 limit: int | None, cwd: str | None, session_id: str | None, as_json: bool) -> None:
+    """How a file's code evolved across this project's sessions, oldest round first."""
+    asker = _asker(cwd) if cwd is not None else (None if session_id else os.getcwd())
+    _run(lambda: _recall(ctx).code_history(path, session_id=session_id, cwd=asker, symbol=symbol, query=query,
+                                           branch=branch, limit=limit), as_json, _echo(humanize.code_history))
 
 if __name__ == "__main__":  # pragma: no cover
     main()

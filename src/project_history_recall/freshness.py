@@ -101,7 +101,7 @@ def _first_build(recall: Recall, wait: float) -> Freshness:
     job = store.active()
     if job is None:
         with recall.source.read() as reader:
-            total = len(reader.sessions())
+            total = len(reader.signatures())
         job, _ = jobs.start(recall, reason="auto_build", detach=total > jobs.LARGE_HISTORY)
     job = jobs.wait(recall, job, wait)
     if job.state == "done" and recall.index.exists():

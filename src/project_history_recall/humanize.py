@@ -180,3 +180,20 @@ def session(payload: dict) -> str:
     if payload.get("mode") == "window":
         lines.append(f"({payload.get('more_before')} messages before, {payload.get('more_after')} after this window)")
     return "\n".join(lines)
+
+
+@_guard
+def code_history(payload: dict) -> str:
+    rounds = payload.get("rounds") or []
+    if not rounds:
+        return str(payload.get("message") or f"No recorded edits of {payload.get('path')} in this project.")
+    lines = [f"{payload.get('path')}: {len(rounds)} round(s), oldest first"]
+    for n, r in enumerate(rounds, start=1):
+        where = f" in {r['symbol']}" if r.get("symbol") else ""
+        kept = {True: "  [still in the file]", False: "  [no longer in the file]"}.get(r.get("still_in_file"), "")
+        lines.append(f"{n}. {r.get('link')}  {r.get('when')}  branch {r.get('branch') or '?'}{where}{kept}")
+        if r.get("said"):
+            lines.append(f"   asked: {r['said']}")
+        lines.extend("   " + line for line in str(r.get("patch") or "").splitlines()[:40])
+    return "\n".join(lines)
+

@@ -147,6 +147,10 @@ def _cap(text: str) -> str:
     return text[:MAX_ENTRY_CHARS]
 
 
+#: The last source marker each index was brought up to date with, in this process.
+_unchanged: dict[str, str] = {}
+
+
 class Indexer:
     def __init__(self, index: Index, source: Source, probe: Probe = git_probe,
                  extensions: Iterable[IndexExtension] = ()) -> None:
@@ -158,13 +162,25 @@ class Indexer:
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
         started = time.perf_counter()
+        # Taken before reading: a commit during the refresh changes the marker for next time.
+        marker = self.source.change_marker()
+        if not force and marker is not None and _unchanged.get(str(self.index.path)) == marker \
+                and self.index.exists():
+            return RefreshReport(seconds=round(time.perf_counter() - started, 4))
         with self.index.writer(lock_timeout):
             conn = self.index.connect()
             try:
-                with self.source.read() as reader:
-                    report = self._refresh(conn, reader, force, progress)
+                if not force and marker is not None and get_meta(conn, "source_marker") == marker:
+                    report = RefreshReport(seconds=0.0)
+                else:
+                    with self.source.read() as reader:
+                        report = self._refresh(conn, reader, force, progress)
+                    with transaction(conn):
+                        set_meta(conn, "source_marker", marker or "")
             finally:
                 conn.close()
+        if marker is not None:
+            _unchanged[str(self.index.path)] = marker
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 
@@ -172,31 +188,32 @@ class Indexer:
 
     def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
                  progress: Progress | None) -> RefreshReport:
-        source_sessions = reader.sessions()
+        signatures = reader.signatures()
         max_id = reader.max_message_id()
-        report = RefreshReport(sessions_total=len(source_sessions), full=force)
+        report = RefreshReport(sessions_total=len(signatures), full=force)
         indexed_max = int(get_meta(conn, "max_message_id", "0") or 0)
         mirror = {
             row["id"]: (row["signature"], row["content_signature"])
             for row in conn.execute("SELECT id, signature, content_signature FROM sessions")
         }
         if force:
-            content_dirty = set(source_sessions)
+            content_dirty = set(signatures)
             meta_dirty: set[str] = set()
             removed = set(mirror)
         else:
             new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
             content_dirty = {
-                sid for sid, s in source_sessions.items()
-                if sid not in mirror or mirror[sid][1] != s.content_signature() or sid in new_messages
+                sid for sid, (_, content) in signatures.items()
+                if sid not in mirror or mirror[sid][1] != content or sid in new_messages
             }
             meta_dirty = {
-                sid for sid, s in source_sessions.items()
-                if sid not in content_dirty and mirror[sid][0] != s.signature()
+                sid for sid, (signature, _) in signatures.items()
+                if sid not in content_dirty and mirror[sid][0] != signature
             }
-            removed = set(mirror) - set(source_sessions)
+            removed = set(mirror) - set(signatures)
         if not (content_dirty or meta_dirty or removed) and max_id == indexed_max:
             return report
+        source_sessions = reader.sessions(content_dirty | meta_dirty)
 
         if force:
             # One transaction: readers keep the old index until the new one is complete.
@@ -204,7 +221,7 @@ class Indexer:
                 self._clear(conn)
                 self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress)
                 self._finish(conn, max_id)
-            report.sessions_removed = len(removed - set(source_sessions))
+            report.sessions_removed = len(removed - set(signatures))
             return report
 
         with transaction(conn):
@@ -304,7 +321,7 @@ class Indexer:
             "WHERE id=?",
             (session.source, session.parent_session_id, session.ended_at, session.end_reason, session.cwd,
              session.git_branch, session.git_repo_root, repo_root, branch, session.title,
-             int(session.archived), int(session.hidden), session.signature(), time.time(), session.id),
+             int(session.archived), int(session.hidden), session.signature, time.time(), session.id),
         )
 
     def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
@@ -318,7 +335,7 @@ class Indexer:
             (session.id, session.source, session.parent_session_id, session.started_at, session.ended_at,
              session.end_reason, session.cwd, session.git_branch, session.git_repo_root, repo_root, branch,
              session.title, int(session.archived), int(session.hidden), message_count, entry_count,
-             last_active, session.signature(), session.content_signature(), time.time()),
+             last_active, session.signature, session.content_signature, time.time()),
         )
         return repo_root, branch
 

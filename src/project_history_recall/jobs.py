@@ -388,7 +388,7 @@ def pending_sessions(recall: Recall, force: bool = False) -> tuple[int, int]:
     """Sessions in Hermes's database, and how many of them a refresh would (re)read:
     all with ``force``, else the new ones and those whose messages changed."""
     with recall.source.read() as reader:
-        source = reader.sessions()
+        source = reader.signatures()
     conn = None if force else recall.index.connect_readonly()
     if conn is None:
         return len(source), len(source)
@@ -396,7 +396,7 @@ def pending_sessions(recall: Recall, force: bool = False) -> tuple[int, int]:
         mirror = {r["id"]: r["content_signature"] for r in conn.execute("SELECT id, content_signature FROM sessions")}
     finally:
         conn.close()
-    return len(source), sum(1 for sid, s in source.items() if mirror.get(sid) != s.content_signature())
+    return len(source), sum(1 for sid, (_, content) in source.items() if mirror.get(sid) != content)
 
 
 def request_index(recall: Recall, *, force: bool = False, reason: str = "tool", budget: float | None = None,

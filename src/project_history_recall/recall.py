@@ -14,6 +14,7 @@ from pathlib import Path
 
 from . import moving
 from .attribution import HOME, Identity, Resolver
+from .chain import ChainExtension, chain_summary, code_history_for
 from .consent import consent_covers, consent_matches_service, consent_path, load_consent, needs_consent
 from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError
 from .errors import RecallError, bad_argument, no_db
@@ -81,7 +82,7 @@ class Recall:
         self.probe = probe
         self.index = Index(self.home.data_dir)
         self.source = HermesSource(self.home.state_db)
-        self.indexer = Indexer(self.index, self.source, probe)
+        self.indexer = Indexer(self.index, self.source, probe, extensions=[ChainExtension()])
         #: The plugin embeds a large backlog in a background thread; one-shot processes
         #: (the CLI, benchmarks) leave it to ``phr index`` and report ``partial``.
         self.background_embedding = background_embedding
@@ -157,7 +158,7 @@ class Recall:
             plan = plan_query(text)
             keyword = keyword_hits(conn, plan, scope.session_ids, filters) if mode != "semantic" else []
             rank_keyword(keyword)
-            state = self.semantic_state(conn, scope, asker.identity)
+            state = self.semantic_state(conn, scope, asker.identity, act=mode != "keyword")
             semantic: list[Hit] = []
             if mode != "keyword" and state.provider is not None:
                 try:
@@ -168,9 +169,14 @@ class Recall:
             if mode == "keyword":
                 hits = keyword
             elif mode == "semantic":
-                hits = semantic if semantic or state.provider is not None else keyword
-                for hit in hits:
-                    hit.score = hit.semantic_score if semantic else hit.keyword_score
+                # No vectors yet in scope (partial, indexing, unavailable): the keyword
+                # results stand in, and semantic_status says why.
+                hits = semantic or keyword_hits(conn, plan, scope.session_ids, filters)
+                if semantic:
+                    for hit in hits:
+                        hit.score = hit.semantic_score
+                else:
+                    rank_keyword(hits)
             else:
                 hits = fuse(keyword, semantic)
             grouped = group_by_session(hits, plan if mode != "semantic" else None, limit)
@@ -208,12 +214,14 @@ class Recall:
         """The status without touching a provider: for answers that search nothing."""
         return self._configured_state(None) or SemanticState("ready")
 
-    def semantic_state(self, conn: sqlite3.Connection, scope: Scope, identity: Identity) -> SemanticState:
+    def semantic_state(self, conn: sqlite3.Connection, scope: Scope, identity: Identity, *,
+                       act: bool = True) -> SemanticState:
         """Which of the six ``semantic_status`` values holds for this scope, with a provider when usable.
 
         A remote provider is never built, let alone called, without a consent record
-        covering this provider, endpoint, model and project. A small backlog in scope is
-        embedded on the spot; a larger one goes to the background worker.
+        covering this provider, endpoint, model and project. When ``act`` (a search that
+        uses vectors), a small backlog in scope is embedded on the spot and a larger one
+        goes to the background worker; a keyword search only reports.
         """
         configured = self._configured_state(identity.scope_key)
         if configured is not None:
@@ -221,7 +229,7 @@ class Recall:
         try:
             provider = self.provider()
             pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
-            if 0 < pending <= SYNC_EMBED_BUDGET:
+            if act and 0 < pending <= SYNC_EMBED_BUDGET:
                 self.embedder(provider).embed(session_ids=scope.session_ids)
                 pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
         except ProviderError as exc:
@@ -237,7 +245,7 @@ class Recall:
         error = last_background_error(self.index)
         if error:
             return SemanticState("unavailable", pending=pending, error=error, provider=provider)
-        if self.background_embedding:
+        if act and self.background_embedding:
             start_background(self.embedder(provider))
         status = "indexing" if background_running(self.index) else "partial"
         return SemanticState(status, pending=pending, provider=provider)
@@ -278,6 +286,11 @@ class Recall:
         }
         if everywhere:
             result["project"] = scope.identities[hit.session_id].as_dict()
+        if self.settings.chain_block:
+            chain = chain_summary(conn, hit.session_id, hit.message_id,
+                                  scope_session_ids=None if everywhere else scope.session_ids)
+            if chain:
+                result["chain"] = chain
         return result
 
     # -- moving -------------------------------------------------------------------
@@ -286,7 +299,7 @@ class Recall:
         exists = False
         if session_id and self.source.exists():
             with self.source.read() as reader:
-                exists = session_id in reader.sessions()
+                exists = session_id in reader.sessions([session_id])
         moved = moving.move_session(self.home, session_id, project_id, self.probe, exists)
         self.ensure_fresh()
         resolver = self.resolver()
@@ -384,7 +397,7 @@ class Recall:
         if session_id and self.source.exists():
             try:
                 with self.source.read() as reader:
-                    row = reader.sessions().get(session_id)
+                    row = reader.sessions([session_id]).get(session_id)
             except RecallError:
                 row = None
             if row is not None:
@@ -472,6 +485,14 @@ class Recall:
         if not isinstance(force, bool):
             force = str(force).strip().lower() in ("1", "true", "yes", "on")
         return jobs.request_index(self, force=force, reason=reason, budget=budget)
+
+
+    def code_history(self, path: object, *, session_id: str | None = None, cwd: str | None = None,
+                     symbol: object = None, query: object = None, branch: object = None,
+                     limit: object = None) -> dict:
+        """How a file's code evolved across this project's sessions (the edit chain)."""
+        return code_history_for(self, session_id, path, cwd=cwd, symbol=symbol, query=query, branch=branch,
+                                limit=limit)
 
 
 def _require_text(value: object, name: str) -> str:

@@ -14,13 +14,18 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .attribution import Identity, Resolver
-from .fusion import rrf
+from .fusion import rrf, weighted
 from .indexer import searchable_text
 from .tokenizer import QueryPlan, index_tokens, matched_units
 
 KINDS = ("user", "assistant", "tool_call", "title")
 CANDIDATES = 300
 RRF_K = 60
+#: Hybrid fusion, chosen on the dev set (docs/benchmarks.md): a weighted sum of
+#: rank-normalised keyword and semantic scores, half and half.
+DENSE_WEIGHT = 0.5
+#: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
+COVERAGE_HITS = 60
 
 
 @dataclass(frozen=True)
@@ -68,18 +73,33 @@ class SessionResult:
     hits: list[Hit]
 
 
+_identity_cache: dict[tuple, dict[str, tuple[Identity, sqlite3.Row]]] = {}
+
+
 def session_identities(conn: sqlite3.Connection, resolver: Resolver) -> dict[str, tuple[Identity, sqlite3.Row]]:
-    """Every indexed session's project, resolved once per distinct (cwd, repo root)."""
+    """Every indexed session's project, resolved once per distinct (cwd, repo root).
+
+    Cached until the index changes or the projects do (``resolver.key``): attribution
+    is still computed at query time, just not again for an unchanged history."""
+    generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
+    database = conn.execute("PRAGMA database_list").fetchone()[2]
+    key = (database, generation[0] if generation else None, resolver.key)
+    cached = _identity_cache.get(key)
+    if cached is not None:
+        return cached
     cache: dict[tuple[str | None, str | None], Identity] = {}
     result = {}
     for row in conn.execute(
         "SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions"
     ):
-        key = (row["cwd"], row["repo_root"])
-        identity = cache.get(key)
+        pair = (row["cwd"], row["repo_root"])
+        identity = cache.get(pair)
         if identity is None:
-            identity = cache[key] = resolver.resolve(*key)
+            identity = cache[pair] = resolver.resolve(*pair)
         result[row["id"]] = (identity, row)
+    if len(_identity_cache) > 8:
+        _identity_cache.clear()
+    _identity_cache[key] = result
     return result
 
 
@@ -188,8 +208,9 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> lis
     coverage: dict[str, float] = {}
     if plan is not None and len(plan.units) > 1:
         units_by_session: dict[str, set[str]] = defaultdict(set)
+        leading = {h.session_id for h in sorted(hits, key=lambda h: -h.score)[: COVERAGE_HITS]}
         for hit in hits:
-            if hit.keyword_rank is None:
+            if hit.keyword_rank is None or hit.session_id not in leading:
                 continue
             tokens = index_tokens(searchable_text(hit.kind, hit.text))
             units_by_session[hit.session_id].update(u.label for u in matched_units(plan, tokens))
@@ -214,26 +235,33 @@ def _message_key(hit: Hit) -> tuple[str, int | str]:
     return (hit.session_id, hit.message_id if hit.message_id is not None else f"entry:{hit.entry_id}")
 
 
-def fuse(keyword: list[Hit], semantic: list[Hit], k: float = RRF_K) -> list[Hit]:
-    """Reciprocal Rank Fusion at message level: a message's keyword rank is its best
-    entry's. The keyword hit is kept as the message's face (its snippet shows the match)."""
+def fuse(keyword: list[Hit], semantic: list[Hit], method: str = "weighted") -> list[Hit]:
+    """Fuse at message level: a message's keyword score is its best entry's, and the
+    keyword hit stays the message's face (its snippet shows the match). ``weighted``
+    (the default) sums rank-normalised scores with :data:`DENSE_WEIGHT`; ``rrf`` is
+    Reciprocal Rank Fusion with k = :data:`RRF_K` (kept for comparison)."""
     by_key: dict[tuple[str, int | str], Hit] = {}
-    keyword_order: list[tuple[str, int | str]] = []
+    keyword_scores: dict[tuple[str, int | str], float] = {}
     for hit in sorted(keyword, key=lambda h: h.keyword_rank or 0):
         key = _message_key(hit)
         if key not in by_key:
             by_key[key] = hit
-            keyword_order.append(key)
-    semantic_order = []
+            keyword_scores[key] = hit.keyword_score
+    semantic_scores: dict[tuple[str, int | str], float] = {}
     for hit in semantic:
         key = _message_key(hit)
-        semantic_order.append(key)
+        semantic_scores[key] = hit.semantic_score
         if key in by_key:
             by_key[key].semantic_score = hit.semantic_score
         else:
             by_key[key] = hit
+    if method == "rrf":
+        ordered = sorted(keyword_scores, key=lambda k: -keyword_scores[k])
+        items = rrf([ordered, list(semantic_scores)], k=RRF_K)
+    else:
+        items = weighted(keyword_scores, semantic_scores, dense_weight=DENSE_WEIGHT, normalization="rank")
     fused = []
-    for item in rrf([keyword_order, semantic_order], k=k):
+    for item in items:
         hit = by_key[item.key]
         hit.keyword_rank, hit.semantic_rank = item.ranks
         hit.score = item.score

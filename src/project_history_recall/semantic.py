@@ -247,6 +247,24 @@ def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Mat
     return matrix
 
 
+_scope_rows_cache: dict[tuple, Any] = {}
+
+
+def _scope_rows(matrix: _Matrix, session_ids: list[str]) -> Any:
+    """The matrix rows of the scope's sessions, cached per matrix state and scope."""
+    import numpy as np
+
+    key = (id(matrix), matrix.key, hash(tuple(session_ids)))
+    rows = _scope_rows_cache.get(key)
+    if rows is None:
+        codes = np.asarray([matrix.code_of[s] for s in session_ids if s in matrix.code_of], dtype=np.int32)
+        rows = np.flatnonzero(np.isin(matrix.session_codes, codes)) if len(codes) else np.empty(0, dtype=np.int64)
+        if len(_scope_rows_cache) > 16:
+            _scope_rows_cache.clear()
+        _scope_rows_cache[key] = rows
+    return rows
+
+
 def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: EmbeddingProvider, query: str,
                   session_ids: list[str], filters: Filters, top_k: int) -> list[Hit]:
     """Cosine top-K over the scope's vectors, merged to message level (best chunk wins)."""
@@ -255,10 +273,7 @@ def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: Embedding
     matrix = _matrix(conn, index_path, provider.fingerprint)
     if not len(matrix.message_ids) or not session_ids:
         return []
-    scope_codes = np.asarray([matrix.code_of[s] for s in session_ids if s in matrix.code_of], dtype=np.int32)
-    if not len(scope_codes):
-        return []
-    rows = np.flatnonzero(np.isin(matrix.session_codes, scope_codes))
+    rows = _scope_rows(matrix, session_ids)
     if not len(rows):
         return []
     query_vector = np.asarray(provider.embed_query(query), dtype=np.float32)
@@ -317,20 +332,33 @@ def is_consent_error(error: ProviderError) -> bool:
 
 # -- pending counts, cached per index state ------------------------------------------
 
-_pending_cache: dict[tuple, int] = {}
+_count_cache: dict[tuple, tuple[dict[str, int], dict[str, int]]] = {}
 
 
 def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str]) -> int:
-    """How many in-scope messages lack vectors; recomputed only when the index or the vectors change."""
+    """How many in-scope messages lack vectors. Per-session message and vector counts are
+    computed once per index and vector state; a query only sums its scope."""
     generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
     chunks = conn.execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM chunks WHERE model_fingerprint = ?",
                           (fingerprint,)).fetchone()
-    key = (generation[0] if generation else None, tuple(chunks), fingerprint, hash(tuple(session_ids)))
-    if key not in _pending_cache:
-        if len(_pending_cache) > 64:
-            _pending_cache.clear()
-        _pending_cache[key] = count_pending(conn, fingerprint, session_ids)
-    return _pending_cache[key]
+    database = conn.execute("PRAGMA database_list").fetchone()[2]
+    key = (database, generation[0] if generation else None, tuple(chunks), fingerprint)
+    counts = _count_cache.get(key)
+    if counts is None:
+        kinds = ",".join("?" * len(EMBED_KINDS))
+        messages = dict(conn.execute(
+            f"SELECT session_id, COUNT(DISTINCT message_id) FROM entries WHERE kind IN ({kinds}) "
+            "AND message_id IS NOT NULL GROUP BY session_id", EMBED_KINDS).fetchall())
+        # Only vectors of messages the index still has count (rewound ones are orphans).
+        vectors = dict(conn.execute(
+            "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_fingerprint = ? "
+            f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds})) "
+            "GROUP BY c.session_id", (fingerprint, *EMBED_KINDS)).fetchall())
+        if len(_count_cache) > 8:
+            _count_cache.clear()
+        counts = _count_cache[key] = (messages, vectors)
+    messages, vectors = counts
+    return sum(max(0, messages.get(s, 0) - vectors.get(s, 0)) for s in session_ids)
 
 
 # -- the background worker ---------------------------------------------------------

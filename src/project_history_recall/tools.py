@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from . import freshness, updates
+from .chain import CODE_HISTORY_SCHEMA
 from .errors import RecallError, bad_argument
 
 logger = logging.getLogger(__name__)
@@ -242,11 +243,18 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
     def index(args: dict, **kwargs: Any) -> str:
         return reply(lambda r: r.request_index(force=_args(args).get("force", False), reason="tool"))
 
+    def code_history(args: dict, **kwargs: Any) -> str:
+        a = _args(args)
+        return reply(lambda r: r.code_history(a.get("path"), session_id=kwargs.get("session_id"),
+                                              symbol=a.get("symbol"), query=a.get("query"),
+                                              branch=a.get("branch"), limit=a.get("limit")))
+
     return {"project_history_search": search, "project_session_move": move, "project_history": history,
-            "project_history_index": index}
+            "project_history_index": index, "project_code_history": code_history}
 
 
 SCHEMAS = {"project_history_search": SEARCH_SCHEMA, "project_session_move": MOVE_SCHEMA,
-           "project_history": HISTORY_SCHEMA, "project_history_index": INDEX_SCHEMA}
+           "project_history": HISTORY_SCHEMA, "project_history_index": INDEX_SCHEMA,
+           "project_code_history": CODE_HISTORY_SCHEMA}
 EMOJI = {"project_history_search": "🧭", "project_session_move": "📦", "project_history": "📜",
-         "project_history_index": "🗂️"}
+         "project_history_index": "🗂️", "project_code_history": "🧬"}

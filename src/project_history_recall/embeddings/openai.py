@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     import numpy as np
 
 API_KEY_ENV = "PROJECT_HISTORY_EMBEDDING_API_KEY"
+_sleep = time.sleep  # the backoff's clock, replaceable in tests without touching other threads
 KNOWN_DIMENSIONS = {
     "text-embedding-3-small": 1536,
     "text-embedding-3-large": 3072,
@@ -197,7 +198,7 @@ class OpenAIProvider:
                 retry_after = _retry_after(response.headers.get("retry-after"))
             if attempt < self.max_attempts:
                 delay = self.backoff * (2 ** (attempt - 1)) if retry_after is None else retry_after
-                time.sleep(max(0.0, min(delay, self.max_backoff)))
+                _sleep(max(0.0, min(delay, self.max_backoff)))
         assert last is not None
         if self.max_attempts > 1:
             last = ProviderError(f"{last.message} (after {self.max_attempts} attempts)", last.code)

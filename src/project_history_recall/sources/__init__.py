@@ -8,7 +8,7 @@ module here, without touching the index, search or tools.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -31,29 +31,10 @@ class SourceSession:
     message_count: int = 0
     rewind_count: int = 0
 
-    def signature(self) -> str:
-        """Everything whose change means the indexed copy of this session is stale."""
-        return "\x1f".join(
-            str(v)
-            for v in (
-                self.source,
-                self.parent_session_id,
-                self.ended_at,
-                self.end_reason,
-                self.cwd,
-                self.git_branch,
-                self.git_repo_root,
-                self.title,
-                int(self.archived),
-                int(self.hidden),
-                self.message_count,
-                self.rewind_count,
-            )
-        )
-
-    def content_signature(self) -> str:
-        """The part of the signature that means the messages must be re-read."""
-        return f"{self.message_count}\x1f{self.rewind_count}"
+    #: Everything whose change means the indexed copy is stale, and the part of it
+    #: that means the messages must be re-read. Sources compute both (Hermes's in SQL).
+    signature: str = ""
+    content_signature: str = ""
 
 
 @dataclass(frozen=True)
@@ -77,7 +58,11 @@ class SourceMessage:
 class SourceReader(Protocol):
     """A consistent read view of one source (one read transaction)."""
 
-    def sessions(self) -> dict[str, SourceSession]: ...
+    def signatures(self) -> dict[str, tuple[str, str]]:
+        """``{session id: (signature, content signature)}`` — the cheap comparison."""
+        ...
+
+    def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]: ...
 
     def max_message_id(self) -> int: ...
 
@@ -92,5 +77,10 @@ class Source(Protocol):
     name: str
 
     def exists(self) -> bool: ...
+
+    def change_marker(self) -> str | None:
+        """A cheap token that changes whenever anything was committed; None when it
+        cannot be trusted right now (then the full comparison runs)."""
+        ...
 
     def read(self) -> AbstractContextManager[SourceReader]: ...

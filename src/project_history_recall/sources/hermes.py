@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from . import SourceMessage, SourceSession, ToolCall
 
 _CONTENT_JSON_PREFIX = "\x00json:"
 HIDDEN_SOURCES = ("subagent", "tool")
+RACY_SECONDS = 1.0
 _SESSION_DEFAULTS = {
     "parent_session_id": "NULL",
     "ended_at": "NULL",
@@ -140,18 +142,38 @@ def _is_delegate(model_config: object) -> bool:
     return isinstance(data, dict) and bool(data.get("_delegate_from"))
 
 
+_SIGNATURE_COLUMNS = ("source", "parent_session_id", "ended_at", "end_reason", "cwd", "git_branch", "git_repo_root",
+                      "title", "archived", "model_config")
+_CONTENT_COLUMNS = ("message_count", "rewind_count")
+
+
+def _signature_sql(available: set[str], columns: tuple[str, ...]) -> str:
+    return "||'|'||".join(f"quote({c if c in available else _SESSION_DEFAULTS[c]})" for c in columns)
+
+
 class HermesReader:
     """One read transaction over ``state.db``: every call sees the same snapshot."""
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._conn = conn
-        self._session_cols = _select_list(_columns(conn, "sessions"), _SESSION_DEFAULTS, ("id",))
+        available = _columns(conn, "sessions")
+        self._session_cols = _select_list(available, _SESSION_DEFAULTS, ("id",))
+        self._signatures = (f"{_signature_sql(available, _SIGNATURE_COLUMNS)} AS signature, "
+                            f"{_signature_sql(available, _CONTENT_COLUMNS)} AS content_signature")
         self._message_cols = _select_list(
             _columns(conn, "messages"), _MESSAGE_DEFAULTS, ("id", "session_id", "role"))
 
-    def sessions(self) -> dict[str, SourceSession]:
+    def signatures(self) -> dict[str, tuple[str, str]]:
+        return {r[0]: (r[1], r[2]) for r in self._conn.execute(f"SELECT id, {self._signatures} FROM sessions")}
+
+    def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]:
         result = {}
-        for row in self._conn.execute(f"SELECT {self._session_cols} FROM sessions"):
+        sql = f"SELECT {self._session_cols}, {self._signatures} FROM sessions"
+        params: tuple = ()
+        if ids is not None:
+            sql += " WHERE id IN (SELECT value FROM json_each(?))"
+            params = (json.dumps(list(ids)),)
+        for row in self._conn.execute(sql, params):
             source = str(row["source"] or "unknown")
             result[row["id"]] = SourceSession(
                 id=row["id"],
@@ -168,6 +190,8 @@ class HermesReader:
                 hidden=source in HIDDEN_SOURCES or _is_delegate(row["model_config"]),
                 message_count=int(row["message_count"] or 0),
                 rewind_count=int(row["rewind_count"] or 0),
+                signature=row["signature"],
+                content_signature=row["content_signature"],
             )
         return result
 
@@ -213,6 +237,26 @@ class HermesSource:
 
     def exists(self) -> bool:
         return self.db_path.is_file()
+
+    def change_marker(self) -> str | None:
+        """Size and mtime of ``state.db`` and its WAL: every commit touches one of them.
+
+        As with git's racy-index rule, a file modified within the last
+        :data:`RACY_SECONDS` may change again inside the same mtime tick without a
+        size change, so such a marker is not returned.
+        """
+        parts, newest = [], 0
+        for path in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
+            try:
+                stat = path.stat()
+            except OSError:
+                parts.append("-")
+                continue
+            parts.append(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}")
+            newest = max(newest, stat.st_mtime_ns)
+        if time.time_ns() - newest < RACY_SECONDS * 1e9:
+            return None
+        return "|".join(parts)
 
     @contextmanager
     def read(self) -> Iterator[HermesReader]:
