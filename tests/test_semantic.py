@@ -1,0 +1,241 @@
+"""Semantic and hybrid search with the real local model, and the remote path against a
+fake OpenAI-compatible server on 127.0.0.1 (what is and is not sent)."""
+
+from __future__ import annotations
+
+import pytest
+from filelock import FileLock
+
+from builders import History, git_init, session_ids
+from fakes.embedding_server import FakeEmbeddingServer
+from project_history_recall.consent import record_consent
+from project_history_recall.embeddings.local import LocalProvider
+from project_history_recall.semantic import SYNC_EMBED_BUDGET
+
+pytestmark = pytest.mark.model
+
+SECRET = "sk-proj-Zq8vT1mW9xL2cR7bN4pK6sD3fG5hJ0aY"
+
+
+def write_history(h: History, repo) -> None:
+    h.session("auth", repo, "the login test keeps failing on CI",
+              "the auth request kept timing out, so we raised the client timeout to ten seconds")
+    h.session("port", repo, "部署到测试环境的时候端口冲突了", "把服务端口改成 8081 就好了")
+    h.session("pdf", repo, "the invoice pdf layout is broken", "switched the invoice rendering to weasyprint templates")
+    h.session("cache", repo, "我们的缓存总是过期太快", "把 Redis 的过期时间从一分钟调到一小时")
+    h.session("db", repo, "the nightly backup job of the postgres database is slow",
+              "we added an index and vacuumed the table")
+    h.session("ask", repo)
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory):
+    root = tmp_path_factory.mktemp("semantic")
+    h = History(root / "hermes")
+    write_history(h, git_init(root / "repo"))
+    yield h
+    h.close()
+
+
+def first(h: History, query: str, mode: str, **kw) -> list[str]:
+    return session_ids(h.recall(**kw).search(query, session_id="ask", mode=mode, limit=5))
+
+
+@pytest.mark.parametrize(("query", "gold"), [
+    ("sign-in checks were unreliable", "auth"),  # English paraphrase
+    ("billing documents looked wrong", "pdf"),
+    ("临时数据保存时间太短了", "cache"),  # Chinese paraphrase
+])
+def test_paraphrase_is_found_by_meaning_where_keywords_find_nothing(history, query, gold):
+    assert first(history, query, "keyword") == []
+    assert first(history, query, "semantic")[0] == gold
+    assert first(history, query, "hybrid")[0] == gold
+
+
+@pytest.mark.parametrize(("query", "gold"), [
+    ("发票文件生成的问题", "pdf"),  # Chinese question, English history
+    ("认证请求超时", "auth"),
+    ("port collision during deployment", "port"),  # English question, Chinese history
+])
+def test_cross_language(history, query, gold):
+    assert first(history, query, "semantic")[0] == gold
+    assert first(history, query, "hybrid")[0] == gold
+
+
+def test_results_say_where_they_came_from(history):
+    response = history.recall().search("认证请求超时", session_id="ask", mode="hybrid")
+    assert response["semantic_status"] == "ready"
+    assert {r["score_source"] for r in response["results"]} <= {"keyword", "semantic", "both"}
+    assert response["results"][0]["score_source"] == "semantic"
+
+
+def test_an_exact_identifier_hit_is_not_buried(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("exact", repo, "what about the odd flag", "set E_GW_TMO_RETRY=1 in the worker env")
+    for n in range(6):
+        h.session(f"near{n}", repo, "the gateway kept timing out and we retried the requests",
+                  f"retries with backoff for gateway timeouts, variant {n}")
+    h.session("ask", repo)
+    assert first(h, "E_GW_TMO_RETRY gateway timeout retries", "hybrid")[0] == "exact"
+    h.close()
+
+
+# -- the six semantic states ------------------------------------------------------------
+
+
+def test_disabled_in_config_keeps_keyword_results(tmp_path):
+    h = History(tmp_path / "hermes")
+    write_history(h, git_init(tmp_path / "repo"))
+    (h.root / "config.yaml").write_text(
+        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n        enabled: false\n")
+    response = h.recall().search("invoice", session_id="ask", mode="hybrid")
+    assert response["semantic_status"] == "disabled" and session_ids(response) == ["pdf"]
+    h.close()
+
+
+def _big_backlog(tmp_path) -> History:
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    for n in range(SYNC_EMBED_BUDGET // 2 + 4):
+        h.session(f"s{n}", repo, f"note {n} about the heron pipeline", f"answer {n} about herons")
+    h.session("ask", repo)
+    return h
+
+
+def test_partial_says_how_many_lack_vectors(tmp_path):
+    h = _big_backlog(tmp_path)
+    response = h.recall().search("heron", session_id="ask", mode="hybrid")
+    assert response["semantic_status"] == "partial"
+    assert response["semantic_pending"] == 2 * (SYNC_EMBED_BUDGET // 2 + 4)
+    assert response["results"]  # keyword results are still returned
+    h.recall().embed()
+    assert h.recall().search("heron", session_id="ask", mode="hybrid")["semantic_status"] == "ready"
+    h.close()
+
+
+def test_indexing_while_vectors_are_being_built(tmp_path):
+    h = _big_backlog(tmp_path)
+    recall = h.recall(background_embedding=True)
+    recall.refresh()
+    lock = FileLock(str(recall.index.data_dir / "embed.lock"))
+    lock.acquire()  # another Hermes window is embedding this profile right now
+    try:
+        response = recall.search("heron", session_id="ask", mode="semantic")
+    finally:
+        lock.release()
+    assert response["semantic_status"] == "indexing" and response["semantic_pending"] > 0
+    assert response["results"], "keyword results stand in while vectors are built"
+    h.close()
+
+
+def test_ready_after_a_small_backlog_is_embedded_on_the_spot(history):
+    assert history.recall().search("anything", session_id="ask", mode="semantic")["semantic_status"] == "ready"
+
+
+# -- a remote provider: consent, redaction, failures ---------------------------------------
+
+
+def remote_config(h: History, server: FakeEmbeddingServer) -> None:
+    (h.root / "config.yaml").write_text(
+        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
+        f"        provider: openai\n        base_url: {server.base_url}\n        model: m\n"
+        "        dimensions: 8\n        enabled: true\n")
+
+
+@pytest.fixture
+def remote(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("old", repo, "deploy with the token", f"use OPENAI_API_KEY={SECRET} for the heron deploy")
+    h.session("ask", repo)
+    with FakeEmbeddingServer(dim=8) as server:
+        remote_config(h, server)
+        yield h, server
+    h.close()
+
+
+def consent(h: History, server: FakeEmbeddingServer, projects=("*",)) -> None:
+    record_consent(h.root / "plugins" / "project-history-recall", profile="default", projects=list(projects),
+                   provider="openai", endpoint=server.base_url, model="m")
+
+
+def test_nothing_is_sent_before_consent(remote):
+    h, server = remote
+    recall = h.recall(background_embedding=True)
+    for mode in ("hybrid", "semantic", "keyword"):
+        response = recall.search("heron deploy", session_id="ask", mode=mode)
+        assert response["semantic_status"] == "consent_required"
+        assert session_ids(response) == ["old"]
+    assert recall.embed()["semantic_status"] == "consent_required"
+    recall.refresh(force=True)
+    recall.status()
+    assert server.requests == []
+
+
+def test_after_consent_texts_are_redacted(remote):
+    h, server = remote
+    consent(h, server)
+    response = h.recall().search("heron deploy", session_id="ask", mode="hybrid")
+    assert response["semantic_status"] == "ready"
+    sent = [text for request in server.embedding_requests for text in request.inputs]
+    assert sent and all(SECRET not in text for text in sent)
+    assert any("heron deploy" in text for text in sent)
+
+
+def test_a_changed_endpoint_needs_consent_again(remote):
+    h, server = remote
+    consent(h, server)
+    h.recall().search("heron", session_id="ask", mode="hybrid")
+    with FakeEmbeddingServer(dim=8) as other:
+        remote_config(h, other)
+        response = h.recall().search("heron", session_id="ask", mode="hybrid")
+        assert response["semantic_status"] == "consent_required"
+        assert other.requests == []
+
+
+def test_consent_for_another_project_does_not_cover_this_one(remote):
+    h, server = remote
+    consent(h, server, projects=["auto:/somewhere/else"])
+    assert h.recall().search("heron", session_id="ask", mode="hybrid")["semantic_status"] == "consent_required"
+    assert server.embedding_requests == []
+
+
+def test_a_failing_provider_is_unavailable_and_keyword_results_stay(remote):
+    h, server = remote
+    consent(h, server)
+    server.fail_next(50, 500)
+    response = h.recall().search("heron deploy", session_id="ask", mode="hybrid")
+    assert response["semantic_status"] == "unavailable" and response["semantic_error"]
+    assert session_ids(response) == ["old"]
+
+
+# -- vectors belong to messages, not projects ----------------------------------------------
+
+
+def test_moving_a_session_re_embeds_nothing(tmp_path, monkeypatch):
+    h = History(tmp_path / "hermes")
+    a, b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
+    pid = h.project("B", b)
+    h.session("old", a, "the heron cache design", "we keep two tiers")
+    h.session("ask-a", a)
+    h.session("ask-b", b)
+    passages: list[int] = []
+    original = LocalProvider.embed_passages
+
+    def counting(self, texts):
+        passages.append(len(texts))
+        return original(self, texts)
+
+    monkeypatch.setattr(LocalProvider, "embed_passages", counting)
+    assert first_from(h, "ask-a") == ["old"]
+    embedded = sum(passages)
+    assert embedded > 0
+    assert h.recall().move_session("old", pid)["success"]
+    assert first_from(h, "ask-b") == ["old"] and first_from(h, "ask-a") == []
+    assert sum(passages) == embedded
+    h.close()
+
+
+def first_from(h: History, asker: str) -> list[str]:
+    return session_ids(h.recall().search("heron cache", session_id=asker, mode="semantic"))
