@@ -239,3 +239,19 @@ def test_moving_a_session_re_embeds_nothing(tmp_path, monkeypatch):
 
 def first_from(h: History, asker: str) -> list[str]:
     return session_ids(h.recall().search("heron cache", session_id=asker, mode="semantic"))
+
+
+def test_the_user_consents_with_the_slash_command(remote, monkeypatch, tmp_path):
+    from project_history_recall.commands import run
+
+    h, server = remote
+    monkeypatch.setenv("HERMES_HOME", str(h.root))
+    monkeypatch.chdir(tmp_path / "repo")
+    before = h.recall().search("heron deploy", session_id="ask", mode="hybrid")
+    assert before["semantic_status"] == "consent_required" and "/recall consent" in before["semantic_message"]
+    text, _ = run("consent", lambda: h.recall())
+    assert "may now be sent" in text and server.requests == []
+    assert h.recall().search("heron deploy", session_id="ask", mode="hybrid")["semantic_status"] == "ready"
+    text, _ = run("consent revoke", lambda: h.recall())
+    assert "revoked" in text
+    assert h.recall().search("heron", session_id="ask", mode="hybrid")["semantic_status"] == "consent_required"

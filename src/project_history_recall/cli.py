@@ -235,5 +235,17 @@ def code_history(ctx: click.Context, path: str, symbol: str | None, query: str |
     _run(lambda: _recall(ctx).code_history(path, session_id=session_id, cwd=asker, symbol=symbol, query=query,
                                            branch=branch, limit=limit), as_json, _echo(humanize.code_history))
 
+
+@main.command()
+@click.option("--all-projects", is_flag=True, help="Consent for every project, not just this one.")
+@click.option("--revoke", is_flag=True, help="Withdraw the consent: nothing more is sent.")
+@click.option("--cwd", default=None, help="The project to consent for (default: the current folder).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def consent(ctx: click.Context, all_projects: bool, revoke: bool, cwd: str | None, as_json: bool) -> None:
+    """Consent to sending history to the configured remote embedding provider (secrets redacted)."""
+    _run(lambda: _recall(ctx).consent(cwd=_asker(cwd) if cwd else os.getcwd(), everywhere=all_projects,
+                                      revoke=revoke), as_json, _echo(humanize.consent))
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -1,7 +1,8 @@
 """``/recall``: the slash command, the same library as the tools, as text for a person.
 
 ``/recall`` (= ``status``), ``/recall index [--force]``, ``/recall search <words>``,
-``/recall projects``, ``/recall sessions [all]``.
+``/recall projects``, ``/recall sessions [all]``, ``/recall consent [all|revoke]`` (the user's
+consent for a remote embedding provider: only a person types a slash command).
 
 A command handler runs on the host's own thread (the CLI's input loop, the
 gateway's event loop), so every subcommand is bounded: reads wait for the
@@ -25,12 +26,13 @@ from typing import Any
 
 from . import freshness, humanize
 from .errors import RecallError
+from .tokenizer import scrub
 
 logger = logging.getLogger(__name__)
 
 NAME = "recall"
 DESCRIPTION = "Project history: index status, indexing, search, projects, recent sessions"
-ARGS_HINT = "[status | index [--force] | search <words> | projects | sessions [all]]"
+ARGS_HINT = "[status | index [--force] | search <words> | projects | sessions [all] | consent [all|revoke]]"
 USAGE = f"usage: /recall {ARGS_HINT}"
 COMMAND_WAIT = 5.0
 SEARCH_LIMIT = humanize.SEARCH_PREVIEW
@@ -55,12 +57,12 @@ def _words(raw_args: str) -> list[str]:
 
 def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
     """The text for ``/recall <raw_args>``, and the Recall that served it (None on a usage error)."""
-    words = _words(raw_args)
+    words = _words(scrub(raw_args) if isinstance(raw_args, str) else "")
     sub = words[0].lower() if words else "status"
     rest = words[1:]
     if sub in ("help", "-h", "--help"):
         return USAGE, None
-    if sub not in ("status", "index", "search", "projects", "sessions"):
+    if sub not in ("status", "index", "search", "projects", "sessions", "consent"):
         return f"unknown subcommand {sub!r}\n{USAGE}", None
     if sub == "search" and not rest:
         return f"search needs some words\n{USAGE}", None
@@ -76,6 +78,11 @@ def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
             payload = freshness.answer(recall, lambda: recall.search(" ".join(rest), session_id=session_id, cwd=cwd,
                                                                      limit=SEARCH_LIMIT))
             return humanize.search(payload), recall
+        if sub == "consent":
+            words_ = {w.lower() for w in rest}
+            payload = recall.consent(session_id=session_id, cwd=cwd, everywhere="all" in words_,
+                                     revoke="revoke" in words_)
+            return humanize.consent(payload), recall
         if sub == "projects":
             return humanize.projects(freshness.answer(
                 recall, lambda: recall.projects(session_id=session_id, cwd=cwd))), recall

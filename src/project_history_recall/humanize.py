@@ -197,3 +197,9 @@ def code_history(payload: dict) -> str:
         lines.extend("   " + line for line in str(r.get("patch") or "").splitlines()[:40])
     return "\n".join(lines)
 
+
+@_guard
+def consent(payload: dict) -> str:
+    if "revoked" in payload:
+        return "consent revoked: nothing more is sent" if payload["revoked"] else "there was no consent to revoke"
+    return str(payload.get("message") or "consent recorded")

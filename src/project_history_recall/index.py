@@ -111,6 +111,8 @@ CREATE INDEX edits_session ON edits(session_id, message_id);
 UPDATE sessions SET content_signature = ''
 """
 
+REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits"})
+
 Migration = str | Callable[[sqlite3.Connection], None]
 MIGRATIONS: list[Migration] = [_V1, _V2, _V3]
 
@@ -171,31 +173,50 @@ class Index:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
+    def identity(self) -> tuple[int, int] | None:
+        """Which file is the index right now (it changes when one is moved aside and rebuilt)."""
+        try:
+            stat = self.path.stat()
+        except OSError:
+            return None
+        return (stat.st_dev, stat.st_ino)
+
+
     def connect(self) -> sqlite3.Connection:
         """Open (creating and migrating when needed). A file that is not a usable
         index is moved aside and replaced: the index is always rebuildable."""
-        self.data_dir.mkdir(parents=True, exist_ok=True)
+        try:
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise RecallError(f"the plugin's data folder {self.data_dir} is not usable: {exc}",
+                              "data_dir_unusable") from exc
         try:
             return self._open()
         except RecallError as exc:
             if exc.code not in ("index_corrupt", "index_future_version"):
                 raise
-            self._move_aside(exc.code)
+            self.move_aside(exc.code)
             return self._open()
 
     def _open(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
+        conn = None
         try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=5.0)
             _configure(conn)
             _migrate(conn)
             row = conn.execute("SELECT value FROM meta WHERE key = 'tokenizer_version'").fetchone()
             if row is None or row[0] != str(TOKENIZER_VERSION):
                 raise RecallError("index was written by another tokenizer", "index_corrupt")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables >= REQUIRED_TABLES:
+                raise RecallError(f"index is missing {sorted(REQUIRED_TABLES - tables)}", "index_corrupt")
         except sqlite3.DatabaseError as exc:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise RecallError(f"index file is damaged: {exc}", "index_corrupt") from exc
         except RecallError:
-            conn.close()
+            if conn is not None:
+                conn.close()
             raise
         return conn
 
@@ -215,7 +236,8 @@ class Index:
             return None
         return conn
 
-    def _move_aside(self, reason: str) -> None:
+    def move_aside(self, reason: str) -> None:
+        """Keep a damaged file for inspection and make room for a rebuild."""
         stamp = time.strftime("%Y%m%d-%H%M%S")
         for suffix in ("", "-wal", "-shm"):
             part = self.path.with_name(self.path.name + suffix)
@@ -225,6 +247,13 @@ class Index:
     def writer(self, timeout: float) -> contextlib.AbstractContextManager[None]:
         """The single-writer lock shared by every process of this profile."""
         return exclusive(self.lock_path, timeout, "another process is updating the index")
+
+
+def is_damage(exc: BaseException) -> bool:
+    """A SQLite error that means the index file itself is bad (not a busy or locked database)."""
+    text = str(exc).lower()
+    return isinstance(exc, sqlite3.DatabaseError) and any(
+        sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "corrupt"))
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:

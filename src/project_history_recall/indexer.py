@@ -164,8 +164,10 @@ class Indexer:
         started = time.perf_counter()
         # Taken before reading: a commit during the refresh changes the marker for next time.
         marker = self.source.change_marker()
-        if not force and marker is not None and _unchanged.get(str(self.index.path)) == marker \
-                and self.index.exists():
+        # The index file's identity is part of the key: another process may have moved a
+        # damaged index aside and started a new one since.
+        key = f"{marker}|{self.index.identity()}" if marker is not None else None
+        if not force and key is not None and _unchanged.get(str(self.index.path)) == key:
             return RefreshReport(seconds=round(time.perf_counter() - started, 4))
         with self.index.writer(lock_timeout):
             conn = self.index.connect()
@@ -180,7 +182,7 @@ class Indexer:
             finally:
                 conn.close()
         if marker is not None:
-            _unchanged[str(self.index.path)] = marker
+            _unchanged[str(self.index.path)] = f"{marker}|{self.index.identity()}"
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 

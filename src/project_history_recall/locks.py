@@ -14,7 +14,10 @@ from .errors import RecallError
 @contextlib.contextmanager
 def exclusive(path: Path, timeout: float, busy: str) -> Iterator[None]:
     """Hold the lock file at ``path``; after ``timeout`` seconds, ``RecallError(busy, "index_busy")``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise RecallError(f"the plugin's data folder {path.parent} is not usable: {exc}", "data_dir_unusable") from exc
     lock = FileLock(str(path))
     try:
         lock.acquire(timeout=timeout)

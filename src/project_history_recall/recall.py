@@ -6,9 +6,11 @@ JSON shapes the tools return) or raises :class:`~project_history_recall.errors.R
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +22,7 @@ from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError
 from .errors import RecallError, bad_argument, no_db
 from .freshness import Freshness
 from .host import HermesHome
-from .index import Index, get_meta
+from .index import Index, get_meta, is_damage
 from .indexer import Indexer, Probe, Progress, RefreshReport, git_probe
 from .search import (
     KINDS,
@@ -33,6 +35,7 @@ from .search import (
     keyword_hits,
     pin_exact_identifier,
     rank_keyword,
+    session_identities,
 )
 from .semantic import (
     SYNC_EMBED_BUDGET,
@@ -56,6 +59,9 @@ NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
 HOME_CONTEXT = "No project context: this session is in Home (no project), so there is nothing to search"
 NO_OTHER_SESSIONS = "No other sessions in this project"
 FRESHNESS_LOCK_WAIT = 2.0
+CONSENT_MESSAGE = ("Semantic search is configured to send this project's history to {endpoint}, which needs "
+                   "the user's consent first (nothing has been sent). Ask the user; if they agree, they run "
+                   "`/recall consent` (this project) or `/recall consent all`. Keyword results are below.")
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,24 @@ class Asker:
     repo_root: str | None
     branch: str | None
     identity: Identity
+
+
+def _heals(method: Callable[..., dict]) -> Callable[..., dict]:
+    """A read that finds the index file damaged (a bad page, a missing table) moves it aside,
+    rebuilds from the source and answers again: never an error that stays, never wrong rows."""
+
+    @functools.wraps(method)
+    def wrapper(self: Recall, *args: object, **kwargs: object) -> dict:
+        try:
+            return method(self, *args, **kwargs)
+        except sqlite3.DatabaseError as exc:
+            if not is_damage(exc):
+                raise RecallError(f"the index could not be read: {exc}", "index_unreadable") from exc
+            self.index.move_aside("index_corrupt")
+        self.refresh(force=True)
+        return method(self, *args, **kwargs)
+
+    return wrapper
 
 
 class Recall:
@@ -125,6 +149,7 @@ class Recall:
 
     # -- search -------------------------------------------------------------------
 
+    @_heals
     def search(self, query: object, *, session_id: str | None = None, cwd: str | None = None,
                mode: object = "hybrid", limit: object = 3, after: object = None, before: object = None,
                kinds: object = None, scope: object = "project", branch: object = None) -> dict:
@@ -184,6 +209,8 @@ class Recall:
             results = [self._result(conn, g.best, plan, scope, everywhere) for g in grouped]
             response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope,
                         **state.as_dict()}
+            if state.status == "consent_required" and mode != "keyword":
+                response["semantic_message"] = CONSENT_MESSAGE.format(endpoint=self.settings.embedding.endpoint)
             if not results:
                 response["message"] = "No matching messages in this project"
             return response
@@ -257,7 +284,20 @@ class Recall:
 
     def embedder(self, provider: EmbeddingProvider) -> Embedder:
         emb = self.settings.embedding
-        return Embedder(self.index, provider, emb.chunk_size, emb.chunk_overlap)
+        return Embedder(self.index, provider, emb.chunk_size, emb.chunk_overlap,
+                        allowed_sessions=self._consented_sessions() if provider.remote else None)
+
+    def _consented_sessions(self) -> list[str]:
+        """The sessions whose projects the consent record covers: nothing else may leave."""
+        consent = load_consent(self.home.data_dir)
+        conn = self.index.connect_readonly()
+        if consent is None or conn is None:
+            return []
+        try:
+            return [sid for sid, (identity, _) in session_identities(conn, self.resolver()).items()
+                    if not identity.is_home and consent.covers_project(identity.scope_key)]
+        finally:
+            conn.close()
 
     def embed(self, progress: Progress | None = None) -> dict:
         """Embed everything pending now, in the foreground (``phr index``). Honours consent."""
@@ -416,6 +456,7 @@ class Recall:
             raise RecallError("the index is not built yet", "no_index")
         return conn
 
+    @_heals
     def session(self, target: object, *, around_message_id: object = None, window: object = None,
                 session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
         """One session by id, ``@session:`` link or unique prefix. ``branch`` is
@@ -443,6 +484,7 @@ class Recall:
         finally:
             conn.close()
 
+    @_heals
     def timeline(self, *, session_id: str | None = None, cwd: str | None = None, scope: object = "project",
                  after: object = None, before: object = None, branch: object = None, limit: object = None) -> dict:
         from . import browse
@@ -465,6 +507,7 @@ class Recall:
         finally:
             conn.close()
 
+    @_heals
     def projects(self, *, session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
         from . import browse
 
@@ -487,12 +530,47 @@ class Recall:
         return jobs.request_index(self, force=force, reason=reason, budget=budget)
 
 
+    @_heals
     def code_history(self, path: object, *, session_id: str | None = None, cwd: str | None = None,
                      symbol: object = None, query: object = None, branch: object = None,
                      limit: object = None) -> dict:
         """How a file's code evolved across this project's sessions (the edit chain)."""
         return code_history_for(self, session_id, path, cwd=cwd, symbol=symbol, query=query, branch=branch,
                                 limit=limit)
+
+
+    def consent(self, *, session_id: str | None = None, cwd: str | None = None, everywhere: bool = False,
+                revoke: bool = False) -> dict:
+        """Record the user's consent to send this project's history (or every project's) to the
+        configured remote embedding provider; widening keeps the projects already consented."""
+        from .consent import consent_matches_service, record_consent, revoke_consent
+
+        if revoke:
+            return {"success": True, "revoked": revoke_consent(self.home.data_dir)}
+        emb = self.settings.embedding
+        if not needs_consent(emb.provider):
+            return {"success": True, "consent_needed": False,
+                    "message": "the local embedding model sends nothing anywhere: no consent is needed"}
+        self.ensure_fresh()
+        conn = self.index.connect_readonly()
+        if conn is None:
+            raise RecallError("the index is not built yet", "no_index")
+        try:
+            identity = self.asker(conn, self.resolver(), session_id, cwd).identity
+        finally:
+            conn.close()
+        if identity.is_home and not everywhere:
+            raise RecallError("this session is in no project: consent for every project with 'all'", "no_project")
+        previous = load_consent(self.home.data_dir)
+        projects = {"*"} if everywhere else {identity.scope_key}
+        if previous is not None and consent_matches_service(previous, provider=emb.provider, endpoint=emb.endpoint,
+                                                            model=emb.model):
+            projects |= set(previous.projects)
+        record = record_consent(self.home.data_dir, profile=self.home.profile, projects=sorted(projects),
+                                provider=emb.provider, endpoint=emb.endpoint, model=emb.model)
+        return {"success": True, "consent": record.as_dict(),
+                "message": f"history of {'every project' if '*' in projects else identity.name or identity.key} "
+                           f"may now be sent to {emb.endpoint} ({emb.model}), secrets redacted"}
 
 
 def _require_text(value: object, name: str) -> str:

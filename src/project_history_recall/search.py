@@ -73,48 +73,61 @@ class SessionResult:
     hits: list[Hit]
 
 
-_identity_cache: dict[tuple, dict[str, tuple[Identity, sqlite3.Row]]] = {}
+@dataclass
+class _Attributed:
+    """Every indexed session's project, and the visible sessions grouped by project."""
+
+    identities: dict[str, tuple[Identity, sqlite3.Row]]
+    visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]]
+
+
+_attributed_cache: dict[tuple, _Attributed] = {}
+
+
+def _attributed(conn: sqlite3.Connection, resolver: Resolver) -> _Attributed:
+    """Resolve every session once per distinct (cwd, repo root). Cached until the index
+    changes or the projects do (``resolver.key``): attribution is still computed at query
+    time, just not again for an unchanged history."""
+    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'generation'), "
+                       "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
+    key = (*row, resolver.key)
+    cached = _attributed_cache.get(key)
+    if cached is not None:
+        return cached
+    by_pair: dict[tuple[str | None, str | None], Identity] = {}
+    identities: dict[str, tuple[Identity, sqlite3.Row]] = {}
+    visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]] = defaultdict(list)
+    for session in conn.execute("SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions "
+                                "ORDER BY started_at, id"):
+        pair = (session["cwd"], session["repo_root"])
+        identity = by_pair.get(pair)
+        if identity is None:
+            identity = by_pair[pair] = resolver.resolve(*pair)
+        identities[session["id"]] = (identity, session)
+        if not (session["archived"] or session["hidden"]):
+            visible[identity.scope_key].append((session["id"], identity, session))
+    if len(_attributed_cache) > 8:
+        _attributed_cache.clear()
+    cached = _attributed_cache[key] = _Attributed(identities, dict(visible))
+    return cached
 
 
 def session_identities(conn: sqlite3.Connection, resolver: Resolver) -> dict[str, tuple[Identity, sqlite3.Row]]:
-    """Every indexed session's project, resolved once per distinct (cwd, repo root).
-
-    Cached until the index changes or the projects do (``resolver.key``): attribution
-    is still computed at query time, just not again for an unchanged history."""
-    generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    database = conn.execute("PRAGMA database_list").fetchone()[2]
-    key = (database, generation[0] if generation else None, resolver.key)
-    cached = _identity_cache.get(key)
-    if cached is not None:
-        return cached
-    cache: dict[tuple[str | None, str | None], Identity] = {}
-    result = {}
-    for row in conn.execute(
-        "SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions"
-    ):
-        pair = (row["cwd"], row["repo_root"])
-        identity = cache.get(pair)
-        if identity is None:
-            identity = cache[pair] = resolver.resolve(*pair)
-        result[row["id"]] = (identity, row)
-    if len(_identity_cache) > 8:
-        _identity_cache.clear()
-    _identity_cache[key] = result
-    return result
+    """Every indexed session's project (hidden and archived ones included)."""
+    return _attributed(conn, resolver).identities
 
 
 def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, current_id: str | None,
                   *, everywhere: bool = False, branch: str | None = None) -> Scope:
     """The visible (not archived, not hidden) sessions of ``identity``'s project,
     the current one excluded; ``everywhere`` widens to every project on purpose."""
+    groups = _attributed(conn, resolver).visible
+    candidates = ([m for group in groups.values() for m in group] if everywhere
+                  else groups.get(identity.scope_key, []))
     members: list[str] = []
     identities: dict[str, Identity] = {}
     in_scope = 0
-    for sid, (ident, row) in session_identities(conn, resolver).items():
-        if row["archived"] or row["hidden"]:
-            continue
-        if not everywhere and ident.scope_key != identity.scope_key:
-            continue
+    for sid, ident, row in candidates:
         if branch and row["branch"] and row["branch"] != branch:
             continue
         in_scope += 1

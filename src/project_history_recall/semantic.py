@@ -30,7 +30,9 @@ from .chunking import chunk_text
 from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError, make_provider, parse_settings
 from .errors import RecallError
 from .index import Index, transaction
+from .indexer import searchable_text
 from .locks import exclusive, held_elsewhere
+from .redaction import redact
 from .search import Filters, Hit
 
 if TYPE_CHECKING:
@@ -38,6 +40,7 @@ if TYPE_CHECKING:
 
 EMBED_KINDS = ("user", "assistant", "tool_call")
 MAX_CHUNKS_PER_MESSAGE = 8
+MAX_REDACT_CHARS = 64_000
 BATCH_MESSAGES = 32
 #: In-scope messages a search may embed on the spot before answering (a small
 #: project is then fully semantic on first use); more go to the background.
@@ -68,7 +71,7 @@ class SemanticState:
 
 @dataclass
 class _Matrix:
-    key: tuple[int, int]
+    key: tuple
     sessions: list[str]
     session_codes: Any  # np.ndarray[int32], one per row
     message_ids: Any  # np.ndarray[int64]
@@ -95,11 +98,12 @@ def provider_for(settings: Any, data_dir: Any, env: dict[str, str] | None = None
 
 
 def message_texts(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
-    """The text of each message as it was indexed: its entries joined in order."""
+    """The text of each message as it is searched: its entries joined in order, tool calls
+    as their name and argument values (decoded JSON, not its escaped string)."""
     if not keys:
         return {}
     rows = conn.execute(
-        "SELECT session_id, message_id, text FROM entries WHERE message_id IN (SELECT value FROM json_each(?)) "
+        "SELECT session_id, message_id, kind, text FROM entries WHERE message_id IN (SELECT value FROM json_each(?)) "
         f"AND kind IN ({','.join('?' * len(EMBED_KINDS))}) ORDER BY id",
         [json.dumps([m for _, m in keys]), *EMBED_KINDS],
     ).fetchall()
@@ -108,7 +112,7 @@ def message_texts(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> dict
     for row in rows:
         key = (row["session_id"], int(row["message_id"]))
         if key in wanted:
-            texts.setdefault(key, []).append(row["text"])
+            texts.setdefault(key, []).append(searchable_text(row["kind"], row["text"]))
     return {k: "\n".join(v) for k, v in texts.items()}
 
 
@@ -141,11 +145,13 @@ class Embedder:
     """Fills the chunks table for one index and provider."""
 
     def __init__(self, index: Index, provider: EmbeddingProvider, chunk_size: int = 512,
-                 chunk_overlap: int = 64) -> None:
+                 chunk_overlap: int = 64, allowed_sessions: list[str] | None = None) -> None:
         self.index = index
         self.provider = provider
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
+        #: For a remote provider, the sessions whose projects the consent covers; None is all.
+        self.allowed_sessions = allowed_sessions
 
     def embed(self, *, session_ids: list[str] | None = None, limit: int | None = None,
               progress: Callable[[int, int], None] | None = None,
@@ -154,6 +160,9 @@ class Embedder:
         import numpy as np
 
         fingerprint = self.provider.fingerprint
+        if self.allowed_sessions is not None:
+            allowed = set(self.allowed_sessions)
+            session_ids = [s for s in (session_ids if session_ids is not None else allowed) if s in allowed]
         reader = self.index.connect()
         try:
             todo = pending_messages(reader, fingerprint, session_ids, limit)
@@ -163,6 +172,9 @@ class Embedder:
                     break
                 batch = todo[start : start + BATCH_MESSAGES]
                 texts = message_texts(reader, batch)
+                if self.provider.remote:
+                    # Whole messages, before chunking: a secret's name and value may not share a chunk.
+                    texts = {key: redact(text, MAX_REDACT_CHARS) for key, text in texts.items()}
                 rows: list[tuple[str, int, int, str, bytes]] = []
                 fresh: list[tuple[int, str]] = []  # (row index, chunk text) still to embed
                 for key in batch:
@@ -201,24 +213,29 @@ class Embedder:
                         "model_fingerprint, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                         [(sid, mid, idx, digest, fingerprint, vector, now) for sid, mid, idx, digest, vector in rows],
                     )
+                    bump_vectors_generation(conn)
             finally:
                 conn.close()
 
 
-def remove_orphans(conn: sqlite3.Connection) -> int:
-    """Drop vectors of messages the index no longer has (rewound, deleted sessions)."""
-    cursor = conn.execute(
-        "DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM entries e WHERE e.message_id = chunks.message_id "
-        "AND e.session_id = chunks.session_id)")
-    return cursor.rowcount or 0
+def bump_vectors_generation(conn: sqlite3.Connection) -> None:
+    """Every write to ``chunks`` bumps this, so caches of vectors and counts key on one meta row
+    instead of counting the table."""
+    conn.execute("INSERT INTO meta(key, value) VALUES ('vectors_generation', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+
+def _vectors_key(conn: sqlite3.Connection) -> tuple:
+    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'generation'), "
+                       "(SELECT value FROM meta WHERE key = 'vectors_generation'), "
+                       "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
+    return tuple(row)
 
 
 def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Matrix:
     import numpy as np
 
-    key_row = conn.execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM chunks WHERE model_fingerprint = ?",
-                           (fingerprint,)).fetchone()
-    key = (int(key_row[0]), int(key_row[1]))
+    key = _vectors_key(conn)[1:]
     cache_key = (index_path, fingerprint)
     with _matrices_lock:
         cached = _matrices.get(cache_key)
@@ -338,11 +355,7 @@ _count_cache: dict[tuple, tuple[dict[str, int], dict[str, int]]] = {}
 def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str]) -> int:
     """How many in-scope messages lack vectors. Per-session message and vector counts are
     computed once per index and vector state; a query only sums its scope."""
-    generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()
-    chunks = conn.execute("SELECT COALESCE(MAX(id), 0), COUNT(*) FROM chunks WHERE model_fingerprint = ?",
-                          (fingerprint,)).fetchone()
-    database = conn.execute("PRAGMA database_list").fetchone()[2]
-    key = (database, generation[0] if generation else None, tuple(chunks), fingerprint)
+    key = (*_vectors_key(conn), fingerprint)
     counts = _count_cache.get(key)
     if counts is None:
         kinds = ",".join("?" * len(EMBED_KINDS))

@@ -73,10 +73,19 @@ def _t2s():
         return lambda text: text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub(text: str) -> str:
+    """Lone surrogates (a JSON ``\\ud800`` escape decodes to one) cannot be encoded as UTF-8:
+    SQLite, OpenCC and HTTP clients would all raise. They become U+FFFD."""
+    return _SURROGATE.sub("\ufffd", text) if not text.isascii() else text
+
+
 def normalize(text: str) -> str:
     """NFKC (full-width → ASCII), Traditional → Simplified; case is kept."""
     if not text.isascii():
-        text = unicodedata.normalize("NFKC", text)
+        text = unicodedata.normalize("NFKC", scrub(text))
     if _HAN.search(text):
         text = _t2s()(text)
     return text

@@ -14,6 +14,7 @@ from typing import Any
 from . import freshness, updates
 from .chain import CODE_HISTORY_SCHEMA
 from .errors import RecallError, bad_argument
+from .tokenizer import scrub
 
 logger = logging.getLogger(__name__)
 TOOLSET = "project"
@@ -189,7 +190,23 @@ def json_reply(fn: Callable[[], dict]) -> str:
 
 
 def _args(args: object) -> dict:
-    return args if isinstance(args, dict) else {}
+    return _scrubbed(args) if isinstance(args, dict) else {}
+
+
+def _scrubbed(value: Any) -> Any:
+    """Arguments with lone surrogates replaced: a model can send ``\\ud800``, nothing below may see it."""
+    if isinstance(value, str):
+        return scrub(value)
+    if isinstance(value, dict):
+        return {_scrubbed(k): _scrubbed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_scrubbed(v) for v in value]
+    return value
+
+
+def _session(kwargs: dict) -> str | None:
+    value = kwargs.get("session_id")
+    return scrub(value) if isinstance(value, str) else None
 
 
 def _history(recall: Any, a: dict, session_id: str | None) -> dict:
@@ -229,23 +246,23 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
     def search(args: dict, **kwargs: Any) -> str:
         a = _args(args)
         return reply(lambda r: r.search(
-            a.get("query"), session_id=kwargs.get("session_id"), mode=a.get("mode"), limit=a.get("limit"),
+            a.get("query"), session_id=_session(kwargs), mode=a.get("mode"), limit=a.get("limit"),
             after=a.get("after"), before=a.get("before"), kinds=a.get("kinds"), scope=a.get("scope"),
             branch=a.get("branch")))
 
     def move(args: dict, **kwargs: Any) -> str:
         a = _args(args)
-        return reply(lambda r: r.move_session(kwargs.get("session_id"), a.get("project_id")))
+        return reply(lambda r: r.move_session(_session(kwargs), a.get("project_id")))
 
     def history(args: dict, **kwargs: Any) -> str:
-        return reply(lambda r: _history(r, _args(args), kwargs.get("session_id")))
+        return reply(lambda r: _history(r, _args(args), _session(kwargs)))
 
     def index(args: dict, **kwargs: Any) -> str:
         return reply(lambda r: r.request_index(force=_args(args).get("force", False), reason="tool"))
 
     def code_history(args: dict, **kwargs: Any) -> str:
         a = _args(args)
-        return reply(lambda r: r.code_history(a.get("path"), session_id=kwargs.get("session_id"),
+        return reply(lambda r: r.code_history(a.get("path"), session_id=_session(kwargs),
                                               symbol=a.get("symbol"), query=a.get("query"),
                                               branch=a.get("branch"), limit=a.get("limit")))
 

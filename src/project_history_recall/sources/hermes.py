@@ -54,6 +54,8 @@ def connect_readonly(path: Path, timeout: float = 1.0) -> sqlite3.Connection:
         conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, timeout=timeout,
                                isolation_level=None, check_same_thread=False)
         conn.row_factory = sqlite3.Row
+        # One message with invalid UTF-8 must not stop every refresh: keep it, with U+FFFD.
+        conn.text_factory = lambda raw: raw.decode("utf-8", "replace")
         conn.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchone()
     except sqlite3.DatabaseError as exc:
         raise RecallError(f"cannot read session database {path}: {exc}", "db_unreadable") from exc
@@ -74,6 +76,15 @@ def _select_list(available: set[str], defaults: dict[str, str], required: tuple[
     return ", ".join(dict.fromkeys(cols))
 
 
+def _number(value: object) -> float:
+    """A numeric column as Hermes means it; a row someone wrote text into reads as 0."""
+    try:
+        number = float(value) if value is not None else 0.0  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return number if number == number and abs(number) != float("inf") else 0.0
+
+
 def decode_content(value: object) -> str:
     """Message content as text: multimodal parts keep their text, other parts are dropped."""
     if value is None:
@@ -84,7 +95,7 @@ def decode_content(value: object) -> str:
     if text.startswith(_CONTENT_JSON_PREFIX):
         try:
             parts = json.loads(text[len(_CONTENT_JSON_PREFIX):])
-        except (ValueError, TypeError):
+        except (ValueError, TypeError, RecursionError):
             return text[len(_CONTENT_JSON_PREFIX):]
         return _parts_text(parts)
     return text
@@ -107,7 +118,7 @@ def decode_tool_calls(value: object) -> tuple[ToolCall, ...]:
         return ()
     try:
         data = json.loads(value) if isinstance(value, str | bytes) else value
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return ()
     if isinstance(data, dict):
         data = [data]
@@ -137,7 +148,7 @@ def _is_delegate(model_config: object) -> bool:
         return False
     try:
         data = json.loads(model_config) if isinstance(model_config, str | bytes) else model_config
-    except (ValueError, TypeError):
+    except (ValueError, TypeError, RecursionError):
         return False
     return isinstance(data, dict) and bool(data.get("_delegate_from"))
 
@@ -178,7 +189,7 @@ class HermesReader:
             result[row["id"]] = SourceSession(
                 id=row["id"],
                 source=source,
-                started_at=float(row["started_at"] or 0),
+                started_at=_number(row["started_at"]),
                 parent_session_id=row["parent_session_id"],
                 ended_at=row["ended_at"],
                 end_reason=row["end_reason"],
@@ -188,8 +199,8 @@ class HermesReader:
                 title=row["title"] or None,
                 archived=bool(row["archived"]),
                 hidden=source in HIDDEN_SOURCES or _is_delegate(row["model_config"]),
-                message_count=int(row["message_count"] or 0),
-                rewind_count=int(row["rewind_count"] or 0),
+                message_count=int(_number(row["message_count"])),
+                rewind_count=int(_number(row["rewind_count"])),
                 signature=row["signature"],
                 content_signature=row["content_signature"],
             )
@@ -207,7 +218,7 @@ class HermesReader:
             id=int(row["id"]),
             role=str(row["role"]),
             content=decode_content(row["content"]),
-            timestamp=float(row["timestamp"] or 0),
+            timestamp=_number(row["timestamp"]),
             tool_calls=decode_tool_calls(row["tool_calls"]),
             tool_name=row["tool_name"],
             tool_call_id=row["tool_call_id"],
