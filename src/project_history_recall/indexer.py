@@ -221,7 +221,8 @@ class Indexer:
             # One transaction: readers keep the old index until the new one is complete.
             with transaction(conn):
                 self._clear(conn)
-                self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress)
+                self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress,
+                                     known=set())
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed - set(signatures))
             return report
@@ -237,7 +238,7 @@ class Indexer:
         for start in range(0, len(ordered), BATCH_SESSIONS):
             batch = ordered[start : start + BATCH_SESSIONS]
             with transaction(conn):
-                self._write_sessions(conn, reader, source_sessions, batch, report, None)
+                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=set(mirror))
             if progress:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):
@@ -260,19 +261,23 @@ class Indexer:
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
-                        progress: Progress | None) -> None:
+                        progress: Progress | None, *, known: set[str]) -> None:
+        """(Re)write whole sessions; ``known`` are those the index holds already (only they
+        have old rows to delete — a first build skips that work)."""
         ids = list(ids)
         for done, sid in enumerate(ids, start=1):
             messages = reader.messages(sid)
             report.messages_read += len(messages)
-            self._delete_entries(conn, sid)
+            if sid in known:
+                self._delete_entries(conn, sid)
             entries = session_entries(sessions[sid], messages)
             self._insert_entries(conn, sid, entries)
             report.entries_written += len(entries)
             last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
             repo_root, branch = self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
             for extension in self.extensions:
-                extension.session_deleted(conn, sid)
+                if sid in known:
+                    extension.session_deleted(conn, sid)
                 extension.session_written(conn, sessions[sid], messages, repo_root, branch)
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == len(ids)):
