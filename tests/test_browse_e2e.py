@@ -3,7 +3,6 @@ the scripted model calls them, and what Hermes hands back is checked (offline, i
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -21,11 +20,7 @@ FINAL = "Here is the history."
 
 @pytest.fixture(scope="module", autouse=True)
 def _netns() -> None:
-    problem = harness.netns_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"e2e tests need `unshare -n` in CI: {problem}")
-        pytest.skip(problem)
+    harness.require_netns()
 
 
 def test_the_model_browses_and_indexes_through_hermes(tmp_path: Path) -> None:

@@ -8,7 +8,6 @@ OpenAI-compatible server on its loopback; see ``tests/e2e/harness.py``.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +36,7 @@ FINAL = "You chose exponential backoff with jitter."
 
 @pytest.fixture(scope="module", autouse=True)
 def _netns() -> None:
-    problem = harness.netns_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"e2e tests need `unshare -n` in CI: {problem}")
-        pytest.skip(problem)
+    harness.require_netns()
 
 
 def _two_projects(tmp_path: Path) -> dict[str, Any]:

@@ -37,7 +37,7 @@ from .chain_extract import (
     result_paths,
     symbol_at,
 )
-from .errors import RecallError, bad_argument
+from .errors import bad_argument
 from .paths import path_key, relative_to
 from .search import compute_scope
 from .sources import SourceMessage, SourceSession
@@ -577,7 +577,7 @@ def code_history_for(recall: Any, session_id: str | None, path: object, *, cwd: 
     """:func:`code_history` for the project of ``session_id`` (or of ``cwd``), like
     ``Recall.search``: refresh, resolve the asker, scope. The asking session's own edits
     count (the chain is about the file, not about other conversations)."""
-    from .recall import HOME_CONTEXT, NO_PROJECT_CONTEXT, _clamped_int, _optional_text, _require_text
+    from .recall import _clamped_int, _optional_text, _require_text
 
     text = _require_text(path, "path")
     symbol_text = _optional_text(symbol, "symbol")
@@ -586,17 +586,13 @@ def code_history_for(recall: Any, session_id: str | None, path: object, *, cwd: 
     count = _clamped_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
     if budget_chars < MIN_PATCH_CHARS:
         raise bad_argument(f"budget_chars must be at least {MIN_PATCH_CHARS}")
-    recall.ensure_fresh()
-    conn = recall.index.connect_readonly()
-    if conn is None:
-        raise RecallError("the index is not built yet", "no_index")
+    conn = recall.fresh_reader()
     try:
         resolver = recall.resolver()
         asker = recall.asker(conn, resolver, session_id, cwd)
         base = {"success": True, "path": text, "project": asker.identity.as_dict()}
         if asker.identity.is_home:
-            message = NO_PROJECT_CONTEXT if not (asker.cwd or asker.repo_root) else HOME_CONTEXT
-            return {**base, "rounds": [], "total_rounds": 0, "message": message}
+            return {**base, "rounds": [], "total_rounds": 0, "message": asker.home_message}
         scope = compute_scope(conn, resolver, asker.identity, None, branch=branch_text)
         result = code_history(conn, scope.session_ids, text, symbol=symbol_text, query=query_text,
                               branch=branch_text, budget_chars=budget_chars, limit=count)

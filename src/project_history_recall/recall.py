@@ -74,6 +74,11 @@ class Asker:
     branch: str | None
     identity: Identity
 
+    @property
+    def home_message(self) -> str:
+        """Why a Home session has nothing to search (seed 000's wording when there is no cwd)."""
+        return NO_PROJECT_CONTEXT if not (self.cwd or self.repo_root) else HOME_CONTEXT
+
 
 def _heals(method: Callable[..., dict]) -> Callable[..., dict]:
     """A read that finds the index file damaged (a bad page, a missing table) moves it aside,
@@ -163,17 +168,13 @@ class Recall:
             kinds=_kinds(kinds),
             branch=_optional_text(branch, "branch"),
         )
-        self.ensure_fresh()
-        conn = self.index.connect_readonly()
-        if conn is None:
-            raise RecallError("the index is not built yet", "no_index")
+        conn = self.fresh_reader()
         try:
             resolver = self.resolver()
             asker = self.asker(conn, resolver, session_id, cwd)
             base = {"success": True, "mode": mode, "query": text, "project": asker.identity.as_dict()}
             if asker.identity.is_home and not everywhere:
-                message = NO_PROJECT_CONTEXT if not (asker.cwd or asker.repo_root) else HOME_CONTEXT
-                return {**base, "results": [], "message": message, "sessions_in_scope": 0,
+                return {**base, "results": [], "message": asker.home_message, "sessions_in_scope": 0,
                         **self._idle_semantic_state().as_dict()}
             scope = compute_scope(conn, resolver, asker.identity, session_id, everywhere=everywhere,
                                   branch=filters.branch)
@@ -449,7 +450,8 @@ class Recall:
         identity = resolver.resolve(cwd, root) if cwd or root else HOME
         return Asker(session_id, cwd, root, branch, identity)
 
-    def _fresh_reader(self) -> sqlite3.Connection:
+    def fresh_reader(self) -> sqlite3.Connection:
+        """A reader over an index brought up to date first (``no_index`` when there is none)."""
         self.ensure_fresh()
         conn = self.index.connect_readonly()
         if conn is None:
@@ -474,7 +476,7 @@ class Recall:
             with self.source.read() as reader:
                 return reader.messages(sid)
 
-        conn = self._fresh_reader()
+        conn = self.fresh_reader()
         try:
             payload = browse.open_session(conn, self.resolver(), text, around_message_id=anchor, window=size,
                                           source_messages=source_messages if self.source.exists() else None)
@@ -493,12 +495,12 @@ class Recall:
         after_at, before_at = parse_when(after, name="after"), parse_when(before, name="before")
         branch_name = _optional_text(branch, "branch")
         count = _clamped_int(limit, "limit", browse.TIMELINE_DEFAULT, 1, browse.TIMELINE_MAX)
-        conn = self._fresh_reader()
+        conn = self.fresh_reader()
         try:
             resolver = self.resolver()
             asker = self.asker(conn, resolver, session_id, cwd)
             if asker.identity.is_home and not everywhere:
-                message = NO_PROJECT_CONTEXT if not (asker.cwd or asker.repo_root) else HOME_CONTEXT
+                message = asker.home_message
                 return {"success": True, "operation": "timeline", "scope": "project",
                         "project": asker.identity.as_dict(), "sessions": [], "total": 0, "shown": 0,
                         "message": message.replace("to search", "to list") + "; use scope 'all' for every project"}
@@ -512,7 +514,7 @@ class Recall:
         from . import browse
 
         branch_name = _optional_text(branch, "branch")
-        conn = self._fresh_reader()
+        conn = self.fresh_reader()
         try:
             explicit = self.home.load_projects()
             resolver = Resolver(explicit, self.home.environment())

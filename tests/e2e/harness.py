@@ -233,6 +233,17 @@ def message_text(content: Any) -> str:
 # -- running -------------------------------------------------------------------
 
 
+def require_netns() -> None:
+    """Skip (locally) or fail (in CI) when a private network namespace cannot be made."""
+    import pytest
+
+    problem = netns_problem()
+    if problem:
+        if os.environ.get("CI"):
+            pytest.fail(f"e2e tests need `unshare -n` in CI: {problem}")
+        pytest.skip(problem)
+
+
 def netns_problem() -> str | None:
     """None when ``unshare -n`` works here, else why not."""
     if not shutil.which("unshare"):

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
 import shutil
 import threading
 from collections.abc import Iterator
@@ -122,11 +121,7 @@ def test_fake_server_streaming_parses_with_openai_sdk(fake_server: tuple[int, Pa
 
 @pytest.fixture(scope="module")
 def netns() -> None:
-    problem = harness.netns_problem()
-    if problem:
-        if os.environ.get("CI"):
-            pytest.fail(f"e2e tests need `unshare -n` in CI: {problem}")
-        pytest.skip(problem)
+    harness.require_netns()
 
 
 @pytest.mark.e2e
