@@ -24,6 +24,7 @@ from bench.stress import corruption  # noqa: E402 - needs the repo root on sys.p
 # damage past the meta page and missing tables are now found on open or on first read and the index is
 # rebuilt; an index path that is a directory, or a data folder that is a file, give clear codes;
 # deeply nested tool_calls, invalid UTF-8 and text in numeric columns no longer stop a refresh.
+# A damaged FTS5 structure record ('vtable constructor failed') is damage too, and is rebuilt.
 KNOWN: dict[str, str] = {}
 
 

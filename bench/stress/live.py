@@ -91,7 +91,9 @@ def run(work: Path, server_url: str, *, seconds: float, baseline_seconds: float,
     if logs.exists():
         shutil.rmtree(logs)
     logs.mkdir()
-    baseline = _writer_phase(home, logs / "baseline-writer.jsonl", baseline_seconds, 1)
+    baseline_rows = _writer_phase(home, logs / "baseline-writer.jsonl", baseline_seconds, 1)
+    baseline = [r for r in baseline_rows if "dt" in r]
+    baseline_close = [r["close_s"] for r in baseline_rows if "close_s" in r]
 
     lock_log = logs / "writer-lock.log"
     env = {"PHR_LOCK_LOG": str(lock_log)}
@@ -109,7 +111,8 @@ def run(work: Path, server_url: str, *, seconds: float, baseline_seconds: float,
         code = child.finish(seconds + 120)
         if code != 0:
             raise RuntimeError(f"live {role} failed ({code}): {child.stderr()}")
-    loaded = _lines(writer_log)
+    loaded = [r for r in _lines(writer_log) if "dt" in r]
+    closes = [r["close_s"] for r in _lines(writer_log) if "close_s" in r]
     searches = _lines(logs / "searcher.jsonl")
     load_locks = _overlaps(lock_log)
 
@@ -134,10 +137,12 @@ def run(work: Path, server_url: str, *, seconds: float, baseline_seconds: float,
     return {
         "seconds": seconds,
         "writer_baseline": {"appends": len(base_dt), "p50_s": _q(base_dt, 0.5), "p99_s": _q(base_dt, 0.99),
-                            "max_s": round(max(base_dt, default=0.0), 5)},
+                            "max_s": round(max(base_dt, default=0.0), 5),
+                            "close_s": round(baseline_close[0], 4) if baseline_close else None},
         "writer_under_load": {"appends": len(load_dt), "p50_s": _q(load_dt, 0.5), "p99_s": _q(load_dt, 0.99),
                               "max_s": round(max(load_dt, default=0.0), 5),
-                              "appends_per_s": round(len(load_dt) / max(seconds, 1e-9), 1)},
+                              "appends_per_s": round(len(load_dt) / max(seconds, 1e-9), 1),
+                              "close_s": round(closes[0], 4) if closes else None},
         "hermes_busy_timeout_s": 1.0,
         "rewinder": json.loads((logs / "rewinder.json").read_text()) if (logs / "rewinder.json").exists() else {},
         "refresher": json.loads((logs / "refresher.json").read_text()) if (logs / "refresher.json").exists() else {},

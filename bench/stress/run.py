@@ -19,6 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -185,6 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", default=",".join(THEMES), help=f"comma list of {', '.join(THEMES)}")
     parser.add_argument("--out", type=Path, default=ROOT / "bench" / "out" / "stress.json")
     parser.add_argument("--work", type=Path, default=None, help="keep the work folders here")
+    parser.add_argument("--merge", action="store_true", help="update these themes in an existing --out file")
     args = parser.parse_args(argv)
     logging.disable(logging.CRITICAL)  # the plugin logs every internal error it turns into JSON
     os.environ["PROJECT_HISTORY_RECALL_UPDATE_CHECK"] = "0"
@@ -200,23 +202,46 @@ def main(argv: list[str] | None = None) -> int:
     report: dict[str, Any] = {"mode": "quick" if args.quick else "full", "started": time.strftime(
         "%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "machine": _machine(), "params": {t: params.get(t) for t in themes},
         "command": "python -m bench.stress.run" + (" --quick" if args.quick else ""), "themes": {}, "seconds": {}}
+    if args.merge and args.out.exists():
+        previous = json.loads(args.out.read_text(encoding="utf-8"))
+        previous["themes"] = {k: v for k, v in previous.get("themes", {}).items() if k not in themes}
+        previous.setdefault("errors", {})
+        for theme in themes:
+            previous["errors"].pop(theme, None)
+        previous["params"] = {**previous.get("params", {}), **report["params"]}
+        previous["merged"] = [*previous.get("merged", []), {"themes": themes, "at": report["started"]}]
+        report = {**previous, "machine": report["machine"]}
+        report.setdefault("seconds", {})
+    failed: list[str] = []
     try:
         with embedding_server() as server:
             for theme in themes:
                 started = time.monotonic()
                 print(f"== {theme}", file=sys.stderr, flush=True)
-                report["themes"][theme] = globals()[f"theme_{theme}"](work, params.get(theme, {}), server)
+                try:
+                    report["themes"][theme] = globals()[f"theme_{theme}"](work, params.get(theme, {}), server)
+                except Exception as exc:  # one theme's harness failing must not lose the others' figures
+                    failed.append(theme)
+                    report.setdefault("errors", {})[theme] = traceback.format_exc()[-4000:]
+                    print(f"   {theme} FAILED: {type(exc).__name__}: {exc}", file=sys.stderr, flush=True)
                 report["seconds"][theme] = round(time.monotonic() - started, 1)
                 print(f"   {theme}: {report['seconds'][theme]} s", file=sys.stderr, flush=True)
+                _write(report, args.out)
     finally:
         if args.work is None:
             shutil.rmtree(work, ignore_errors=True)
-    report["figures"] = figures(report)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+    _write(report, args.out)
     print(json.dumps(report["figures"], indent=1, ensure_ascii=False))
     print(f"wrote {args.out}", file=sys.stderr)
-    return 0
+    return 1 if failed else 0
+
+
+def _write(report: dict[str, Any], out: Path) -> None:
+    report["figures"] = figures(report)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.with_suffix(".tmp")
+    tmp.write_text(json.dumps(report, indent=1, ensure_ascii=False, default=str), encoding="utf-8")
+    os.replace(tmp, out)
 
 
 if __name__ == "__main__":

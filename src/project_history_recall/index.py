@@ -253,7 +253,8 @@ def is_damage(exc: BaseException) -> bool:
     """A SQLite error that means the index file itself is bad (not a busy or locked database)."""
     text = str(exc).lower()
     return isinstance(exc, sqlite3.DatabaseError) and any(
-        sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "corrupt"))
+        sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "corrupt",
+                                  "vtable constructor failed", "fts5"))
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:
