@@ -44,12 +44,6 @@ def test_two_index_writers_never_overlap(report):
         assert locks["overlaps"] == 0 and locks["marker_collisions"] == 0, locks
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: Recall.embed catches ProviderError only; when another process holds the index writer lock longer "
-    "than semantic.WRITE_LOCK_WAIT (5 s, e.g. a refresh re-reading long live sessions), Embedder._write "
-    "raises RecallError('index_busy') out of Recall.embed, and an index job (jobs._Runner.run: project_history_"
-    "index, /recall index, phr index) whose keyword refresh had succeeded is recorded as failed. Fix: catch "
-    "index_busy in Recall.embed and report semantic_status 'partial' with what was embedded"))
 def test_embedding_waits_out_or_reports_a_busy_writer_lock(tmp_path):
     from bench.stress import world
     from bench.stress.procs import python_c
@@ -69,12 +63,6 @@ def test_embedding_waits_out_or_reports_a_busy_writer_lock(tmp_path):
             hold.kill()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: freshness.ensure joins a refresh worker that is already running (freshness._refresh_worker returns "
-    "the alive one) and, when it ends within FRESH_WAIT, reports the read as fresh, although that worker read "
-    "state.db before this read began: a message committed in between is missing while index_status says "
-    "nothing (the live stress run: 7 of 25 searches). Fix: remember when each worker took its snapshot and, "
-    "when it predates this read, start (or queue) a new refresh and report 'updating' if it does not finish"))
 def test_a_fresh_answer_sees_what_was_committed_before_it_was_asked(tmp_path, monkeypatch):
     import time
 

@@ -132,8 +132,14 @@ def ensure(recall: Recall, *, wait: float | None = None, first_wait: float | Non
             fresh = Freshness("updating", job=running.as_dict())
         else:
             worker = _refresh_worker(recall)
-            if worker.thread is not None:
+            if worker.started < started and worker.thread is not None:
+                # It read state.db before this read began and may miss what was committed since:
+                # let it finish, then run one that starts after the question was asked.
                 worker.thread.join(max(0.0, wait))
+                if not worker.alive():
+                    worker = _refresh_worker(recall)
+            if worker.thread is not None:
+                worker.thread.join(max(0.0, wait - (time.monotonic() - started)))
             busy = isinstance(worker.error, RecallError) and worker.error.code == "index_busy"
             if worker.alive() or busy:  # still running, or a writer elsewhere holds the lock
                 fresh = Freshness("updating")

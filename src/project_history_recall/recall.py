@@ -310,6 +310,11 @@ class Recall:
             embedded = self.embedder(self.provider()).embed(progress=progress)
         except ProviderError as exc:
             return {"semantic_status": "unavailable", "semantic_error": exc.message, "embedded": 0}
+        except RecallError as exc:
+            if exc.code != "index_busy":
+                raise
+            # Another process held the writer lock too long: what is stored stays, the rest waits.
+            return {"semantic_status": "partial", "semantic_error": exc.message, "embedded": 0}
         return {"semantic_status": "ready", "embedded": embedded,
                 "embed_seconds": round(time.perf_counter() - started, 3)}
 
