@@ -124,7 +124,8 @@ def searcher(home: Path, out: Path, seconds: float, seed: int, writer_log: Path)
                 chunk = ""
             complete, _, _rest = chunk.rpartition("\n")
             offset += len(complete.encode("utf-8")) + (1 if complete else 0)
-            committed += [json.loads(line) for line in complete.splitlines() if line.strip()]
+            rows = [json.loads(line) for line in complete.splitlines() if line.strip()]
+            committed += [r for r in rows if "token" in r]  # (the writer's last line is its close() time)
             if not committed:
                 time.sleep(0.02)
                 continue
