@@ -255,3 +255,13 @@ def test_the_user_consents_with_the_slash_command(remote, monkeypatch, tmp_path)
     text, _ = run("consent revoke", lambda: h.recall())
     assert "revoked" in text
     assert h.recall().search("heron", session_id="ask", mode="hybrid")["semantic_status"] == "consent_required"
+
+
+def test_status_shows_what_was_sent_as_counts_only(remote):
+    h, server = remote
+    assert h.recall().status()["sent"] == {"requests": 0, "texts": 0, "chars": 0}
+    consent(h, server)
+    h.recall().search("heron deploy", session_id="ask", mode="hybrid")
+    status = h.recall().status()
+    assert status["sent"]["requests"] == len(server.requests) > 0
+    assert status["consent"]["given"] and SECRET not in str(status)

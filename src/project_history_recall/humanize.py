@@ -102,6 +102,10 @@ def _status(payload: dict) -> str:
     lines.append(f"semantic: {payload.get('semantic_status')} ({semantic.get('provider')}, "
                  f"{semantic.get('vectors_indexed', 0)} vectors) · consent: "
                  f"{'given' if consent.get('given') else 'not needed' if not consent.get('required') else 'missing'}")
+    sent = payload.get("sent") or {}
+    if sent.get("requests"):
+        lines.append(f"sent to the embedding provider: {sent['requests']} requests, {sent.get('texts', 0)} texts, "
+                     f"{sent.get('chars', 0)} characters (counts only)")
     project = payload.get("project")
     if project:
         count = f" · {payload['sessions_in_project']} sessions" if "sessions_in_project" in payload else ""

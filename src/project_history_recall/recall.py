@@ -17,7 +17,14 @@ from pathlib import Path
 from . import moving
 from .attribution import HOME, Identity, Resolver
 from .chain import ChainExtension, chain_summary, code_history_for
-from .consent import consent_covers, consent_matches_service, consent_path, load_consent, needs_consent
+from .consent import (
+    consent_covers,
+    consent_matches_service,
+    consent_path,
+    load_consent,
+    load_sent,
+    needs_consent,
+)
 from .embeddings.base import CONSENT_REQUIRED, EmbeddingProvider, ProviderError
 from .errors import RecallError, bad_argument, no_db
 from .freshness import Freshness
@@ -424,6 +431,8 @@ class Recall:
             info["consent"] = {"required": needs_consent(emb.provider),
                                "given": load_consent(self.home.data_dir) is not None,
                                "path": str(consent_path(self.home.data_dir))}
+            # What has left the machine, as counts (never content): requests, texts, characters.
+            info["sent"] = load_sent(self.home.data_dir).total.as_dict()
         finally:
             if conn is not None:
                 conn.close()
