@@ -66,13 +66,16 @@ def _overlaps(log: Path) -> dict[str, Any]:
     if not log.exists():
         return {"holds": 0, "overlaps": 0, "marker_collisions": 0, "processes": 0}
     holds = []
+    stale = 0
     for line in log.read_text().splitlines():
-        pid, start, end, overlap = line.split()
+        pid, start, end, overlap, *rest = line.split()
         holds.append((int(start), int(end), int(pid), int(overlap)))
+        stale += int(rest[0]) if rest else 0
     holds.sort()
     overlaps = sum(1 for a, b in itertools.pairwise(holds) if b[0] < a[1])
     longest = max(((e - s) / 1e9 for s, e, _, _ in holds), default=0.0)
     return {"holds": len(holds), "overlaps": overlaps, "marker_collisions": sum(h[3] for h in holds),
+            "markers_of_dead_holders": stale,
             "processes": len({h[2] for h in holds}), "longest_hold_s": round(longest, 4)}
 
 

@@ -1,9 +1,10 @@
 """The processes of the live run (``python -m bench.stress.livechild ROLE HOME OUT SECONDS [SEED]``).
 
 Plugin roles run with :func:`instrument_writer_lock`: while a process holds the index's
-writer lock it appends ``pid start end overlap`` to ``$PHR_LOCK_LOG`` (monotonic ns) and
-holds a marker file created with ``O_EXCL`` — a second holder at the same time finds the
-marker and records an overlap.
+writer lock it appends ``pid start end overlap stale`` to ``$PHR_LOCK_LOG`` (monotonic ns) and
+holds a marker file created with ``O_EXCL`` holding its pid — a second holder at the same time
+finds the marker of a live process and records an overlap (a marker whose process is gone was
+left by a holder that died holding the lock, and is taken over).
 """
 
 from __future__ import annotations
@@ -17,6 +18,20 @@ import time
 from pathlib import Path
 
 
+def _alive(pid: int) -> bool:
+    """Running, not a zombie (a process that exited, e.g. with a daemon refresh thread still
+    holding the lock, stays a zombie until the test harness reaps it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return True
+    return state not in ("Z", "X")
+
+
 def instrument_writer_lock() -> None:
     log = os.environ.get("PHR_LOCK_LOG")
     if not log:
@@ -25,26 +40,44 @@ def instrument_writer_lock() -> None:
 
     original = index_module.Index.writer
 
+    def claim(marker: Path) -> str:
+        """Create the marker with our pid: "ok", "overlap" (a live holder has it) or "stale" (its
+        holder died holding the lock — a daemon refresh thread at interpreter exit — so it is ours)."""
+        for _ in range(2):
+            try:
+                fd = os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
+            except FileExistsError:
+                try:
+                    holder = int(marker.read_text() or "0")
+                except (OSError, ValueError):
+                    holder = 0
+                if holder and holder != os.getpid() and _alive(holder):
+                    return "overlap"
+                with contextlib.suppress(OSError):
+                    marker.unlink()
+                continue
+            os.write(fd, str(os.getpid()).encode())
+            os.close(fd)
+            return "ok"
+        return "overlap"
+
     @contextlib.contextmanager
     def writer(self, timeout):  # type: ignore[no-untyped-def]
         with original(self, timeout):
             marker = self.data_dir / ".stress-writer-held"
             start = time.monotonic_ns()
-            overlap = False
-            try:
-                os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY))
-            except FileExistsError:
-                overlap = True
+            state = claim(marker)
             try:
                 yield
             finally:
                 end = time.monotonic_ns()
-                if not overlap:
+                if state != "overlap":
                     with contextlib.suppress(OSError):
-                        os.unlink(marker)
+                        marker.unlink()
                 fd = os.open(log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
                 try:
-                    os.write(fd, f"{os.getpid()} {start} {end} {int(overlap)}\n".encode())
+                    os.write(fd, f"{os.getpid()} {start} {end} {int(state == 'overlap')} {int(state == 'stale')}\n"
+                             .encode())
                 finally:
                     os.close(fd)
 
