@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -109,3 +110,32 @@ def dispatch(tool: str, args: dict, session_id: str | None = None) -> dict:
     raw = registry.dispatch(tool, args, task_id="t-1", session_id=session_id, user_task="test")
     assert isinstance(raw, str)
     return json.loads(raw)
+
+
+class Gate:
+    """Holds a step (on another thread) until the test opens the gate.
+
+    ``passed_open`` tells afterwards whether the gate was opened while the step still waited at
+    it. A caller that returned before the test opened the gate cannot have waited for the step:
+    that is how tests show "does not wait" without reading a clock.
+    """
+
+    def __init__(self, limit: float = 30.0) -> None:
+        self.limit = limit
+        self.reached = threading.Event()
+        self.passed = threading.Event()
+        self.passed_open: bool | None = None
+        self._open = threading.Event()
+
+    def hold(self) -> None:
+        self.reached.set()
+        self.passed_open = self._open.wait(self.limit)
+        self.passed.set()
+
+    def open(self) -> None:
+        self._open.set()
+
+    def opened_in_time(self, timeout: float = 30.0) -> bool:
+        """Open the gate and say whether the held step was still waiting for it."""
+        self.open()
+        return self.passed.wait(timeout) and self.passed_open is True

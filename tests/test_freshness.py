@@ -3,25 +3,27 @@
 First use builds the index, session start refreshes it in the background, every read runs
 a bounded incremental check; a state.db locked by a writing Hermes process never hangs us.
 All through Hermes's real tool registry and hook dispatch.
+
+No test here reads a clock: "does not wait" is shown with a :class:`~builders.Gate` that
+holds the slow step until the caller has answered (conftest lifts the read bounds so a loaded
+machine cannot turn a finished build into "updating"; the tests of a bound set it back).
 """
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import pytest
 import yaml
 
-from builders import History, dispatch, git_init, register_plugin, session_ids
+from builders import Gate, History, dispatch, git_init, register_plugin, session_ids
 from project_history_recall import freshness, jobs
 from project_history_recall.recall import Recall
-
-SLACK = 1.5  # seconds of scheduling noise allowed on top of a documented bound
 
 
 @pytest.fixture(autouse=True)
@@ -61,20 +63,20 @@ def write_from_another_process(db_path: Path, sid: str, cwd: Path, text: str) ->
     subprocess.run([sys.executable, "-c", code, str(db_path), sid, str(cwd), text], check=True, timeout=60)
 
 
-def timed(fn):
-    started = time.monotonic()
-    result = fn()
-    return result, time.monotonic() - started
+def join_background_threads() -> None:
+    """Wait for the plugin's own threads (session-start kick, refresh worker) to end."""
+    for thread in threading.enumerate():
+        if thread.name.startswith("phr-"):
+            thread.join(60)
 
 
 # -- first use -------------------------------------------------------------------------------
 
 
-def test_first_search_builds_a_small_index_within_the_bound(h):
+def test_first_search_builds_a_small_index_and_answers(h):
     assert not (h.root / "plugins").exists()
-    reply, seconds = timed(lambda: search("puffin"))
+    reply = search("puffin")
     assert session_ids(reply) == ["old"] and "index_status" not in reply
-    assert seconds < freshness.FIRST_BUILD_WAIT + SLACK
     job = dispatch("project_history", {"operation": "status"})["job"]
     assert job["reason"] == "auto_build" and job["state"] == "done" and job["detached"] is False
 
@@ -82,10 +84,9 @@ def test_first_search_builds_a_small_index_within_the_bound(h):
 def test_first_use_of_a_large_history_answers_building_then_results(h, monkeypatch):
     monkeypatch.setattr(jobs, "LARGE_HISTORY", 0)  # every history is "large": a detached job builds it
     monkeypatch.setattr(freshness, "FIRST_BUILD_WAIT", 0.0)
-    reply, seconds = timed(lambda: search("puffin"))
+    reply = search("puffin")
     assert reply == {**reply, "success": True, "results": [], "index_status": "building"}, reply
     assert reply["job"]["detached"] is True and "being built" in reply["message"]
-    assert seconds < SLACK
     browse = dispatch("project_history", {"operation": "timeline"}, session_id="now")
     assert browse["index_status"] == "building" and browse["success"] is True
     state = jobs.wait(Recall(h.root), jobs.Job(reply["job_id"]), 60)
@@ -113,7 +114,7 @@ def test_auto_index_off_means_fully_manual(h):
     from hermes_cli.plugins import get_plugin_manager
 
     get_plugin_manager().invoke_hook("on_session_start", session_id="now", model="m", platform="cli")
-    time.sleep(0.5)
+    join_background_threads()
     assert session_ids(search("puffin")) == ["old"]
     dispatch("project_history_index", {})
     assert set(session_ids(search("puffin"))) == {"old", "newer"}
@@ -132,17 +133,22 @@ def test_a_session_written_by_another_process_is_found_by_the_very_next_search(h
 
 
 def test_a_slow_refresh_never_holds_a_read_longer_than_the_bound(h, monkeypatch):
+    monkeypatch.setattr(freshness, "FRESH_WAIT", 0.2)
     assert session_ids(search("puffin")) == ["old"]
     real = Recall.refresh
+    gate = Gate()
 
     def slow(self, **kwargs):
-        time.sleep(4)
+        gate.hold()
         return real(self, **kwargs)
 
     monkeypatch.setattr(Recall, "refresh", slow)
-    reply, seconds = timed(lambda: search("puffin"))
+    write_from_another_process(h.root / "state.db", "newer", h.repo, "puffin news")
+    reply = search("puffin")
     assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
-    assert seconds < freshness.FRESH_WAIT + SLACK
+    assert gate.opened_in_time()  # the read answered while the refresh was still held
+    monkeypatch.setattr(freshness, "FRESH_WAIT", 60.0)
+    assert set(session_ids(search("puffin"))) == {"old", "newer"}
 
 
 def test_reads_while_an_index_job_runs_use_the_index_as_it_stands(h, monkeypatch):
@@ -153,21 +159,29 @@ def test_reads_while_an_index_job_runs_use_the_index_as_it_stands(h, monkeypatch
     with recall.index.writer(timeout=5):  # keeps the forced rebuild waiting, so running
         started = dispatch("project_history_index", {"force": True})
         assert started["status"] == "running"
-        reply, seconds = timed(lambda: search("puffin"))
+        reply = search("puffin")
         assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
-        assert reply["job_id"] == started["job_id"] and seconds < SLACK
+        assert reply["job_id"] == started["job_id"]
     assert jobs.wait(recall, jobs.Job(started["job_id"]), 60).state == "done"
 
 
 # -- session start ---------------------------------------------------------------------------------
 
 
-def test_session_start_refreshes_in_the_background(h):
+def test_session_start_refreshes_in_the_background(h, monkeypatch):
     from hermes_cli.plugins import get_plugin_manager
 
     manager = get_plugin_manager()
-    _, seconds = timed(lambda: manager.invoke_hook("on_session_start", session_id="now", model="m", platform="cli"))
-    assert seconds < 0.2  # the hook only starts a thread
+    gate = Gate()
+    real_kick = freshness.kick
+
+    def held_kick(recall):
+        gate.hold()
+        real_kick(recall)
+
+    monkeypatch.setattr(freshness, "kick", held_kick)
+    manager.invoke_hook("on_session_start", session_id="now", model="m", platform="cli")
+    assert gate.opened_in_time()  # the hook returned while its work was still held: it only starts a thread
     index = Recall(h.root).index
     deadline = time.monotonic() + 30
     while not index.exists() and time.monotonic() < deadline:
@@ -186,19 +200,21 @@ def test_session_start_refreshes_in_the_background(h):
 
 
 LOCKER = """
-import sqlite3, sys, time
+import sqlite3, sys
 conn = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=10)
 conn.execute("BEGIN " + sys.argv[2])
 conn.execute("UPDATE sessions SET title = 'locked' WHERE id = 'old'")
 print("locked", flush=True)
-time.sleep(float(sys.argv[3]))
+sys.stdin.readline()  # holds the lock until the test is done
 conn.execute("ROLLBACK")
 """
 
 
-def hold_lock(db: Path, kind: str, seconds: float) -> subprocess.Popen:
-    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), kind, str(seconds)], stdout=subprocess.PIPE,
-                            text=True)
+def hold_lock(db: Path, kind: str) -> subprocess.Popen:
+    """Another process holding a write lock on ``db`` for as long as the test runs: a read that
+    waited for the lock would never answer, and one that gave up says so."""
+    proc = subprocess.Popen([sys.executable, "-c", LOCKER, str(db), kind], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None and proc.stdout.readline().strip() == "locked"
     return proc
 
@@ -207,14 +223,13 @@ def hold_lock(db: Path, kind: str, seconds: float) -> subprocess.Popen:
 def test_a_writer_holding_state_db_does_not_block_a_search(h, kind):
     assert session_ids(search("puffin")) == ["old"]
     write_from_another_process(h.root / "state.db", "newer", h.repo, "puffin two")
-    locker = hold_lock(h.root / "state.db", kind, 4)
+    locker = hold_lock(h.root / "state.db", kind)
     try:
-        reply, seconds = timed(lambda: search("puffin"))
+        reply = search("puffin")
         # WAL: readers are not blocked by a writer, so the increment itself succeeds.
-        assert set(session_ids(reply)) == {"old", "newer"} and seconds < freshness.FRESH_WAIT + SLACK
+        assert set(session_ids(reply)) == {"old", "newer"} and "index_status" not in reply
     finally:
-        locker.terminate()  # our own locker process, done with
-        locker.wait(timeout=30)
+        locker.communicate("\n", timeout=30)
 
 
 def test_a_locked_rollback_journal_state_db_gives_a_stale_answer_or_a_clear_error(h):
@@ -223,43 +238,39 @@ def test_a_locked_rollback_journal_state_db_gives_a_stale_answer_or_a_clear_erro
     conn = sqlite3.connect(h.root / "state.db")
     assert conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0] == "delete"
     conn.close()
-    locker = hold_lock(h.root / "state.db", "EXCLUSIVE", 6)
+    locker = hold_lock(h.root / "state.db", "EXCLUSIVE")
     try:
         # An index exists: it answers, and says it may be behind.
-        reply, seconds = timed(lambda: search("puffin"))
+        reply = search("puffin")
         assert session_ids(reply) == ["old"] and reply["index_status"] == "stale" and reply["warning"]
-        assert seconds < freshness.FRESH_WAIT + SLACK
-        # No index yet: a clear error code, quickly.
+        # No index yet: a clear error code.
         for part in (h.root / "plugins").rglob("index.db*"):
             part.unlink()
-        reply, seconds = timed(lambda: search("puffin"))
+        reply = search("puffin")
         assert reply["success"] is False and reply["code"] == "db_unreadable"
-        assert seconds < 2 * SLACK
     finally:
-        locker.terminate()  # our own locker process, done with
-        locker.wait(timeout=30)
+        locker.communicate("\n", timeout=30)
 
 
-# -- how long a read waits, measured -------------------------------------------------------------
+# -- what a read's check costs ---------------------------------------------------------------------
 
 
-def test_the_check_is_cheap_when_nothing_changed(tmp_path):
+def test_the_check_reads_only_what_changed(tmp_path):
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")
     for i in range(200):
         h.session(f"s{i:03d}", repo, f"note {i}", f"reply {i}")
     recall = Recall(h.root)
     recall.ensure_fresh()  # the first build
-    waits = []
-    for _ in range(5):
+    for _ in range(3):
         recall.ensure_fresh()
-        assert recall.last_freshness is not None and recall.last_freshness.state == "fresh"
-        waits.append(recall.last_freshness.waited)
-    h.session("one-more", repo, "a new one")
+        fresh = recall.last_freshness
+        assert fresh is not None and fresh.state == "fresh" and fresh.report is not None
+        assert fresh.report["messages_read"] == 0 and fresh.report["sessions_updated"] == 0
+    h.session("one-more", repo, "a new one", "and its reply")
     recall.ensure_fresh()
-    assert recall.last_freshness is not None
-    one_new = recall.last_freshness.waited
-    print(f"\nensure_fresh, 200 sessions: nothing changed {min(waits) * 1000:.1f} ms, one new {one_new * 1000:.1f} ms")
-    assert min(waits) < 0.25 and one_new < freshness.FRESH_WAIT
-    assert os.path.exists(recall.index.path)
+    fresh = recall.last_freshness
+    assert fresh is not None and fresh.report is not None
+    assert fresh.report["sessions_total"] == 201
+    assert fresh.report["sessions_updated"] == 1 and fresh.report["messages_read"] == 2
     h.close()

@@ -25,10 +25,34 @@ def report(tmp_path_factory):
                        lock_seconds=3)
 
 
-def test_the_writer_never_waits_near_hermes_busy_timeout(report):
+def test_the_writer_keeps_writing_under_our_load(report):
+    # Its latency figures (p50/p99/max against Hermes's 1 s busy timeout) are in
+    # docs/reliability.md from bench/stress; here only what cannot depend on the machine.
     load = report["writer_under_load"]
-    assert load["appends"] > 100
-    assert load["p99_s"] < 0.25 and load["max_s"] < 0.6, load
+    assert load["appends"] > 100 and load["committed"] == load["appends"], load
+
+
+def test_a_read_of_ours_never_holds_a_lock_a_hermes_writer_waits_for(tmp_path):
+    import sqlite3
+
+    from bench.stress import world
+    from hermes_state import SessionDB
+
+    from project_history_recall.recall import Recall
+
+    home = tmp_path / "hermes"
+    db = SessionDB(db_path=home / "state.db")
+    db.create_session("old", "cli", cwd=str(world.git_init(tmp_path / "repo")))
+    db.append_message("old", "user", "before the read", timestamp=1.7e9)
+    db.close()
+    recall = Recall(home)
+    with recall.source.read() as reader:
+        assert reader.signatures()  # our read transaction is open
+        writer = sqlite3.connect(home / "state.db", timeout=0, isolation_level=None)  # no waiting at all
+        writer.execute("BEGIN IMMEDIATE")
+        writer.execute("UPDATE sessions SET title = 'written during our read' WHERE id = 'old'")
+        writer.execute("COMMIT")
+        writer.close()
 
 
 def test_searches_answer_and_see_what_was_committed_before_they_started(report):

@@ -87,6 +87,18 @@ def _writer_phase(home: Path, out: Path, seconds: float, seed: int) -> list[dict
     return _lines(out)
 
 
+def _committed(home: Path, rows: list[dict]) -> int:
+    """How many of the writer's logged appends are in state.db afterwards."""
+    import sqlite3
+
+    conn = sqlite3.connect(f"{(home / 'state.db').as_uri()}?mode=ro", uri=True)
+    try:
+        ids = {row[0] for row in conn.execute("SELECT id FROM messages")}
+    finally:
+        conn.close()
+    return sum(1 for r in rows if r["mid"] in ids)
+
+
 def run(work: Path, server_url: str, *, seconds: float, baseline_seconds: float, lock_seconds: float) -> dict:
     work.mkdir(parents=True, exist_ok=True)
     home = build_home(work / "live", server_url)
@@ -145,6 +157,7 @@ def run(work: Path, server_url: str, *, seconds: float, baseline_seconds: float,
         "writer_under_load": {"appends": len(load_dt), "p50_s": _q(load_dt, 0.5), "p99_s": _q(load_dt, 0.99),
                               "max_s": round(max(load_dt, default=0.0), 5),
                               "appends_per_s": round(len(load_dt) / max(seconds, 1e-9), 1),
+                              "committed": _committed(home, loaded),
                               "close_s": round(closes[0], 4) if closes else None},
         "hermes_busy_timeout_s": 1.0,
         "rewinder": json.loads((logs / "rewinder.json").read_text()) if (logs / "rewinder.json").exists() else {},
