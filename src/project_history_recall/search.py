@@ -2,12 +2,14 @@
 
 Scope first: the sessions whose resolved project equals the asking session's
 (attribution decides; no SQL prefix match does). Then keyword candidates from
-FTS5 (BM25 over the OR of the query's units), semantic candidates when
-available, fused, grouped to one result per session.
+FTS5 (BM25 over the OR of the query's units, its common words left out while
+the rarer ones find enough), semantic candidates when available, fused, grouped
+to one result per session.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from collections import defaultdict
@@ -16,7 +18,7 @@ from dataclasses import dataclass, field
 from .attribution import Identity, Resolver
 from .fusion import rrf, weighted
 from .indexer import searchable_text
-from .tokenizer import QueryPlan, index_tokens, matched_units
+from .tokenizer import QueryPlan, Unit, index_tokens, matched_units
 
 KINDS = ("user", "assistant", "tool_call", "title")
 CANDIDATES = 300
@@ -26,6 +28,13 @@ RRF_K = 60
 DENSE_WEIGHT = 0.5
 #: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
 COVERAGE_HITS = 60
+#: BM25 ranks every match of an OR before the scope filter can cut, so a query costs about
+#: a microsecond per entry matching any of its units, most of it in common words ("error",
+#: "tests") that add little to the order (their IDF is low). So the units are ranked in
+#: tiers, rarest first, each tier's matches within this budget (a tier has at least one
+#: unit); the first tier that finds anything in scope answers. Every unit still counts for
+#: a session's coverage.
+RANKING_BUDGET = 8_000
 
 
 @dataclass(frozen=True)
@@ -169,7 +178,11 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
             f"{extra} ORDER BY rank LIMIT ?"
         )
         try:
-            rows = conn.execute(sql, [plan.match_any(), scope_json, *params, limit]).fetchall()
+            rows: list[sqlite3.Row] = []
+            for tier in _tiers(conn, plan):
+                rows = conn.execute(sql, [tier.match_any(), scope_json, *params, limit]).fetchall()
+                if rows:
+                    break
             hits = [_hit(r, -float(r["rank"])) for r in rows]
         except sqlite3.OperationalError:
             hits = _like_hits(conn, [u.label for u in plan.units], scope_json, extra, params, limit)
@@ -178,6 +191,30 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
         hits += [h for h in _like_hits(conn, list(plan.substrings), scope_json, extra, params, limit)
                  if h.entry_id not in seen]
     return hits
+
+
+def _tiers(conn: sqlite3.Connection, plan: QueryPlan) -> list[QueryPlan]:
+    """``plan``'s units split into ranking tiers, rarest first (just ``plan`` when all fit)."""
+    if len(plan.units) < 2:
+        return [plan]
+    matches = {unit: _matches(conn, unit.fts, RANKING_BUDGET) for unit in plan.units}
+    tiers: list[list[Unit]] = []
+    spent = RANKING_BUDGET + 1
+    for unit in sorted(plan.units, key=lambda u: matches[u]):
+        if spent + matches[unit] > RANKING_BUDGET:
+            tiers.append([])
+            spent = 0
+        tiers[-1].append(unit)
+        spent += matches[unit]
+    if len(tiers) == 1:
+        return [plan]
+    return [dataclasses.replace(plan, units=tuple(u for u in plan.units if u in tier)) for tier in tiers]
+
+
+def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
+    """Entries matching ``match``, counted up to ``cap + 1``: the cap bounds the check's cost."""
+    sql = "SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)"
+    return int(conn.execute(sql, [match, cap + 1]).fetchone()[0])
 
 
 def _hit(row: sqlite3.Row, score: float) -> Hit:
