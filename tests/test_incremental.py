@@ -89,3 +89,29 @@ def test_force_rebuild_gives_the_same_answers(two_repos):
     report = h.recall().refresh(force=True)
     assert report.full and report.sessions_updated == 3
     assert search(h, "walrus") == before
+
+
+@pytest.mark.parametrize("writer", ["same connection", "another process"])
+def test_right_after_a_write_sqlite_says_whether_anything_was_committed(two_repos, monkeypatch, writer):
+    import subprocess
+    import sys
+
+    from project_history_recall.sources import hermes
+
+    monkeypatch.setattr(hermes, "RACY_SECONDS", 3600.0)  # every check falls in the racy window
+    h, _, _ = two_repos
+    recall = h.recall()
+    for _ in range(2):  # the fixture's refresh ran moments after the writes: nothing committed since
+        report = recall.refresh()
+        assert report.compared is False and report.sessions_total == 3
+    if writer == "same connection":
+        h.say("a-1", ("assistant", "the dugong shard"))
+    else:
+        code = ("import sys\nfrom pathlib import Path\nfrom hermes_state import SessionDB\n"
+                "db = SessionDB(db_path=Path(sys.argv[1]))\n"
+                "db.append_message('a-1', 'assistant', 'the dugong shard')\ndb.close()\n")
+        subprocess.run([sys.executable, "-c", code, str(h.root / "state.db")], check=True, timeout=60)
+    report = recall.refresh()
+    assert report.compared is True and report.messages_read >= 1  # the commit was seen
+    assert recall.refresh().compared is False
+    assert search(h, "dugong") == ["a-1"]

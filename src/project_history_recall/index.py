@@ -129,7 +129,13 @@ def _configure(conn: sqlite3.Connection) -> None:
     conn.execute("PRAGMA temp_store=MEMORY")
 
 
+#: Migrations applied by this process: part of :meth:`Index.identity`, so that what a
+#: process knew about an index before migrating it is not trusted after.
+_migrations_applied = 0
+
+
 def _migrate(conn: sqlite3.Connection) -> None:
+    global _migrations_applied
     current = conn.execute("PRAGMA user_version").fetchone()[0]
     if current > len(MIGRATIONS):
         raise RecallError(
@@ -149,6 +155,9 @@ def _migrate(conn: sqlite3.Connection) -> None:
                 "INSERT OR REPLACE INTO meta(key, value) VALUES ('tokenizer_version', ?)",
                 (str(TOKENIZER_VERSION),),
             )
+            # A new schema may need what the last refresh skipped: the next one compares again.
+            conn.execute("DELETE FROM meta WHERE key = 'source_marker'")
+        _migrations_applied += 1
 
 
 @contextlib.contextmanager
@@ -173,13 +182,14 @@ class Index:
     def exists(self) -> bool:
         return self.path.is_file() and self.path.stat().st_size > 0
 
-    def identity(self) -> tuple[int, int] | None:
-        """Which file is the index right now (it changes when one is moved aside and rebuilt)."""
+    def identity(self) -> tuple[int, int, int] | None:
+        """Which file is the index right now (it changes when one is moved aside and rebuilt,
+        and when this process migrates it)."""
         try:
             stat = self.path.stat()
         except OSError:
             return None
-        return (stat.st_dev, stat.st_ino)
+        return (stat.st_dev, stat.st_ino, _migrations_applied)
 
 
     def connect(self) -> sqlite3.Connection:

@@ -80,6 +80,9 @@ class RefreshReport:
     entries_written: int = 0
     seconds: float = 0.0
     full: bool = False
+    #: Whether state.db was compared with the index at all (not when its change marker
+    #: said nothing was committed since the last refresh).
+    compared: bool = True
 
     @property
     def changed(self) -> bool:
@@ -147,8 +150,9 @@ def _cap(text: str) -> str:
     return text[:MAX_ENTRY_CHARS]
 
 
-#: The last source marker each index was brought up to date with, in this process.
-_unchanged: dict[str, str] = {}
+#: The last source marker each index was brought up to date with, in this process, and
+#: how many sessions it had then.
+_unchanged: dict[str, tuple[str, int]] = {}
 
 
 class Indexer:
@@ -167,22 +171,26 @@ class Indexer:
         # The index file's identity is part of the key: another process may have moved a
         # damaged index aside and started a new one since.
         key = f"{marker}|{self.index.identity()}" if marker is not None else None
-        if not force and key is not None and _unchanged.get(str(self.index.path)) == key:
-            return RefreshReport(seconds=round(time.perf_counter() - started, 4))
+        known = _unchanged.get(str(self.index.path))
+        if not force and key is not None and known is not None and known[0] == key:
+            return RefreshReport(sessions_total=known[1], compared=False,
+                                 seconds=round(time.perf_counter() - started, 4))
         with self.index.writer(lock_timeout):
             conn = self.index.connect()
             try:
                 if not force and marker is not None and get_meta(conn, "source_marker") == marker:
-                    report = RefreshReport(seconds=0.0)
+                    total = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+                    report = RefreshReport(sessions_total=total, compared=False)
                 else:
                     with self.source.read() as reader:
                         report = self._refresh(conn, reader, force, progress)
-                    with transaction(conn):
-                        set_meta(conn, "source_marker", marker or "")
+                    if marker is not None:
+                        with transaction(conn):
+                            set_meta(conn, "source_marker", marker)
             finally:
                 conn.close()
         if marker is not None:
-            _unchanged[str(self.index.path)] = f"{marker}|{self.index.identity()}"
+            _unchanged[str(self.index.path)] = (f"{marker}|{self.index.identity()}", report.sessions_total)
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 

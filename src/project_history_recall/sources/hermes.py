@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
+import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import RecallError, no_db
@@ -60,6 +63,40 @@ def connect_readonly(path: Path, timeout: float = 1.0) -> sqlite3.Connection:
     except sqlite3.DatabaseError as exc:
         raise RecallError(f"cannot read session database {path}: {exc}", "db_unreadable") from exc
     return conn
+
+
+@dataclass
+class _Watch:
+    conn: sqlite3.Connection
+    inode: int | None
+    token: str
+
+
+_watches: dict[str, _Watch] = {}
+_watches_lock = threading.Lock()
+
+
+def _data_version(path: Path, inode: int | None) -> str | None:
+    """``PRAGMA data_version`` of a long-lived read-only connection to ``path``, which
+    changes whenever another connection commits. Its values mean something only on that
+    connection, so the marker carries a token of it; a replaced file (new inode) gets a
+    new connection. The connection never holds a transaction, so it never holds Hermes
+    up."""
+    key = str(path)
+    with _watches_lock:
+        watch = _watches.get(key)
+        try:
+            if watch is None or watch.inode != inode:
+                if watch is not None:
+                    watch.conn.close()
+                watch = _watches[key] = _Watch(connect_readonly(path, timeout=0.1), inode, uuid.uuid4().hex)
+            version = watch.conn.execute("PRAGMA data_version").fetchone()[0]
+        except (RecallError, sqlite3.DatabaseError):
+            if watch is not None:
+                watch.conn.close()
+            _watches.pop(key, None)
+            return None
+        return f"{watch.token}:{version}"
 
 
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
@@ -254,9 +291,12 @@ class HermesSource:
 
         As with git's racy-index rule, a file modified within the last
         :data:`RACY_SECONDS` may change again inside the same mtime tick without a
-        size change, so such a marker is not returned.
+        size change. That is the usual moment of a search (Hermes has just written
+        the turn that asks), so then SQLite itself says whether anything was
+        committed: :func:`_data_version` (a marker only this process can match), or
+        no marker when it cannot tell.
         """
-        parts, newest = [], 0
+        parts, newest, inode = [], 0, None
         for path in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
             try:
                 stat = path.stat()
@@ -265,8 +305,10 @@ class HermesSource:
                 continue
             parts.append(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}")
             newest = max(newest, stat.st_mtime_ns)
+            inode = stat.st_ino if inode is None else inode
         if time.time_ns() - newest < RACY_SECONDS * 1e9:
-            return None
+            version = _data_version(self.db_path, inode) if parts[0] != "-" else None
+            return None if version is None else "|".join([*parts, version])
         return "|".join(parts)
 
     @contextmanager
