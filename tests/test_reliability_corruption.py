@@ -51,3 +51,44 @@ def test_the_table_covers_every_kind_of_damage_the_issue_names():
                      "state_db_minimal_schema", "state_db_extra_columns", "row_invalid_json_tool_calls",
                      "row_nul_bytes", "row_lone_surrogates_via_hermes", "row_10mb_message", "row_empty_session"):
         assert required in names
+
+
+def test_a_file_another_process_already_replaced_is_not_moved_aside_again(tmp_path, monkeypatch):
+    """Two processes see the same damage: the one that gets the writer lock second finds the
+    index already replaced by the first (here: another Recall, as if in another process, at the
+    moment this one waits for the lock), leaves that file alone and answers from it."""
+    import sqlite3
+
+    from builders import History, git_init, session_ids
+    from project_history_recall.index import Index
+    from project_history_recall.recall import Recall
+
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("old", repo, "the ibis rollout")
+    h.session("now", repo)
+    mine = Recall(h.root)
+    mine.refresh()
+    conn = sqlite3.connect(mine.index.path)
+    conn.execute("DROP TABLE entries_fts")  # "no such table" on the next search
+    conn.close()
+
+    real_writer = Index.writer
+    replaced: list[object] = []
+
+    def writer_after_another_heal(self, timeout):
+        if not replaced:  # the other process won the race: moved the file aside and rebuilt
+            replaced.append(None)
+            self.move_aside("index_corrupt")
+            Recall(h.root).refresh()
+            replaced[0] = self.identity()
+        return real_writer(self, timeout)
+
+    monkeypatch.setattr(Index, "writer", writer_after_another_heal)
+    reply = mine.search("ibis", session_id="now", mode="keyword")
+    assert session_ids(reply) == ["old"]
+    assert replaced[0] is not None and mine.index.identity() == replaced[0]  # the other's file is the index still
+    moved = mine.index.data_dir.glob("index.db.index_corrupt-*")
+    kept = {p.name.removesuffix("-wal").removesuffix("-shm") for p in moved}
+    assert len(kept) == 1  # one damaged file kept for inspection, moved aside once
+    h.close()

@@ -10,8 +10,8 @@ that has shipped.
 from __future__ import annotations
 
 import contextlib
+import datetime
 import sqlite3
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -248,7 +248,7 @@ class Index:
 
     def move_aside(self, reason: str) -> None:
         """Keep a damaged file for inspection and make room for a rebuild."""
-        stamp = time.strftime("%Y%m%d-%H%M%S")
+        stamp = datetime.datetime.now().strftime("%Y%m%d-%H%M%S-%f")  # two in one second keep both
         for suffix in ("", "-wal", "-shm"):
             part = self.path.with_name(self.path.name + suffix)
             if part.exists():

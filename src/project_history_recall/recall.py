@@ -87,19 +87,27 @@ class Asker:
         return NO_PROJECT_CONTEXT if not (self.cwd or self.repo_root) else HOME_CONTEXT
 
 
+HEAL_LOCK_WAIT = 30.0  # a rebuild by another process may hold the writer lock this long
+
+
 def _heals(method: Callable[..., dict]) -> Callable[..., dict]:
     """A read that finds the index file damaged (a bad page, a missing table) moves it aside,
     rebuilds from the source and answers again: never an error that stays, never wrong rows."""
 
     @functools.wraps(method)
     def wrapper(self: Recall, *args: object, **kwargs: object) -> dict:
+        damaged = self.index.identity()
         try:
             return method(self, *args, **kwargs)
         except sqlite3.DatabaseError as exc:
             if not is_damage(exc):
                 raise RecallError(f"the index could not be read: {exc}", "index_unreadable") from exc
-            self.index.move_aside("index_corrupt")
-        self.refresh(force=True)
+            with self.index.writer(HEAL_LOCK_WAIT):
+                # Another process may have seen the same damage first, moved the file aside and
+                # be building (or have built) the new one: that file is not ours to move.
+                if self.index.identity() == damaged:
+                    self.index.move_aside("index_corrupt")
+        self.refresh()
         return method(self, *args, **kwargs)
 
     return wrapper

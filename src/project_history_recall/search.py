@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from .attribution import Identity, Resolver
 from .fusion import rrf, weighted
+from .index import is_damage
 from .indexer import searchable_text
 from .tokenizer import QueryPlan, Unit, index_tokens, matched_units
 
@@ -184,7 +185,9 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
                 if rows:
                     break
             hits = [_hit(r, -float(r["rank"])) for r in rows]
-        except sqlite3.OperationalError:
+        except sqlite3.OperationalError as exc:
+            if is_damage(exc) and "syntax error" not in str(exc):
+                raise  # a damaged index heals (recall._heals); only a query FTS5 cannot parse falls back
             hits = _like_hits(conn, [u.label for u in plan.units], scope_json, extra, params, limit)
     if plan.substrings:
         seen = {h.entry_id for h in hits}
