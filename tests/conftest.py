@@ -17,6 +17,7 @@ import os
 
 import pytest
 
+from builders import register_plugin
 from project_history_recall import commands, freshness
 
 
@@ -32,3 +33,11 @@ def _read_bounds_a_slow_machine_cannot_hit(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(freshness, "FRESH_WAIT", 120.0)
     monkeypatch.setattr(freshness, "FIRST_BUILD_WAIT", 120.0)
     monkeypatch.setattr(commands, "COMMAND_WAIT", 120.0)
+
+
+@pytest.fixture
+def registered_plugin(tmp_path, monkeypatch: pytest.MonkeyPatch) -> dict:
+    """``HERMES_HOME`` at ``tmp_path/hermes`` and the plugin registered through Hermes's own
+    loader (test files use it with ``pytestmark = pytest.mark.usefixtures("registered_plugin")``)."""
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
+    return register_plugin()

@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from builders import History, dispatch, git_init, register_plugin, tool_call
+from builders import History, dispatch, git_init, tool_call
 
 DAY = 86400.0
 
 
-@pytest.fixture(autouse=True)
-def plugin(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
-    register_plugin()
+pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
 def history(**args):

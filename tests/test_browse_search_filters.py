@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from builders import History, dispatch, git_init, register_plugin, session_ids, tool_call
+from builders import History, dispatch, git_init, session_ids, tool_call
 
-
-@pytest.fixture(autouse=True)
-def plugin(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
-    register_plugin()
+pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
 @pytest.fixture()

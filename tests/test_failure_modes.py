@@ -4,15 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from builders import History, dispatch, git_init, register_plugin
+from builders import History, dispatch, git_init
 from project_history_recall.search import Filters, keyword_hits
 from project_history_recall.tokenizer import QueryPlan, Unit
 
-
-@pytest.fixture(autouse=True)
-def plugin(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
-    register_plugin()
+pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
 def test_missing_state_db(tmp_path):

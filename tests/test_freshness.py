@@ -21,15 +21,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from builders import Gate, History, dispatch, git_init, register_plugin, session_ids
+from builders import Gate, History, dispatch, git_init, session_ids
 from project_history_recall import freshness, jobs
 from project_history_recall.recall import Recall
 
-
-@pytest.fixture(autouse=True)
-def plugin(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
-    register_plugin()
+pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
 @pytest.fixture()

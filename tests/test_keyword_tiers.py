@@ -6,14 +6,10 @@ from __future__ import annotations
 
 import pytest
 
-from builders import History, dispatch, git_init, register_plugin, session_ids
+from builders import History, dispatch, git_init, session_ids
 from project_history_recall import search as search_module
 
-
-@pytest.fixture(autouse=True)
-def plugin(tmp_path, monkeypatch):
-    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
-    register_plugin()
+pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
 @pytest.fixture()
