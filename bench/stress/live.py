@@ -89,9 +89,9 @@ def _writer_phase(home: Path, out: Path, seconds: float, seed: int) -> list[dict
 
 def _committed(home: Path, rows: list[dict]) -> int:
     """How many of the writer's logged appends are in state.db afterwards."""
-    import sqlite3
+    from project_history_recall.sources.hermes import connect_readonly
 
-    conn = sqlite3.connect(f"{(home / 'state.db').as_uri()}?mode=ro", uri=True)
+    conn = connect_readonly(home / "state.db")
     try:
         ids = {row[0] for row in conn.execute("SELECT id FROM messages")}
     finally:

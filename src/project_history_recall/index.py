@@ -260,9 +260,10 @@ class Index:
 
 
 def is_damage(exc: BaseException) -> bool:
-    """A SQLite error that means the index file itself is bad (not a busy or locked database)."""
+    """A SQLite error that means the index file itself is bad (not a busy or locked database,
+    and not a query FTS5 cannot parse)."""
     text = str(exc).lower()
-    return isinstance(exc, sqlite3.DatabaseError) and any(
+    return isinstance(exc, sqlite3.DatabaseError) and "syntax error" not in text and any(
         sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "corrupt",
                                   "vtable constructor failed", "fts5"))
 

@@ -2,9 +2,9 @@
 
 Scope first: the sessions whose resolved project equals the asking session's
 (attribution decides; no SQL prefix match does). Then keyword candidates from
-FTS5 (BM25 over the OR of the query's units, its common words left out while
-the rarer ones find enough), semantic candidates when available, fused, grouped
-to one result per session.
+FTS5 (BM25 over the OR of the query's units, ranked in tiers: the rarest units
+first, the common ones only when the rarer find nothing), semantic candidates
+when available, fused, grouped to one result per session.
 """
 
 from __future__ import annotations
@@ -186,7 +186,7 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
                     break
             hits = [_hit(r, -float(r["rank"])) for r in rows]
         except sqlite3.OperationalError as exc:
-            if is_damage(exc) and "syntax error" not in str(exc):
+            if is_damage(exc):
                 raise  # a damaged index heals (recall._heals); only a query FTS5 cannot parse falls back
             hits = _like_hits(conn, [u.label for u in plan.units], scope_json, extra, params, limit)
     if plan.substrings:

@@ -9,6 +9,7 @@ older or newer Hermes still reads (missing columns get their defaults).
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -68,7 +69,7 @@ def connect_readonly(path: Path, timeout: float = 1.0) -> sqlite3.Connection:
 @dataclass
 class _Watch:
     conn: sqlite3.Connection
-    inode: int | None
+    inode: int
     token: str
 
 
@@ -76,7 +77,7 @@ _watches: dict[str, _Watch] = {}
 _watches_lock = threading.Lock()
 
 
-def _data_version(path: Path, inode: int | None) -> str | None:
+def _data_version(path: Path, inode: int) -> str | None:
     """``PRAGMA data_version`` of a long-lived read-only connection to ``path``, which
     changes whenever another connection commits. Its values mean something only on that
     connection, so the marker carries a token of it; a replaced file (new inode) gets a
@@ -296,18 +297,17 @@ class HermesSource:
         committed: :func:`_data_version` (a marker only this process can match), or
         no marker when it cannot tell.
         """
-        parts, newest, inode = [], 0, None
+        stats: list[os.stat_result | None] = []
         for path in (self.db_path, self.db_path.with_name(self.db_path.name + "-wal")):
             try:
-                stat = path.stat()
+                stats.append(path.stat())
             except OSError:
-                parts.append("-")
-                continue
-            parts.append(f"{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}")
-            newest = max(newest, stat.st_mtime_ns)
-            inode = stat.st_ino if inode is None else inode
+                stats.append(None)
+        parts = [f"{s.st_ino}:{s.st_size}:{s.st_mtime_ns}" if s else "-" for s in stats]
+        newest = max((s.st_mtime_ns for s in stats if s), default=0)
         if time.time_ns() - newest < RACY_SECONDS * 1e9:
-            version = _data_version(self.db_path, inode) if parts[0] != "-" else None
+            db = stats[0]
+            version = _data_version(self.db_path, db.st_ino) if db else None
             return None if version is None else "|".join([*parts, version])
         return "|".join(parts)
 
