@@ -6,7 +6,7 @@ shapes Hermes's file tools store — ``patch`` replace (with the unified diff He
 returns, or without one so the symbol is looked up on disk), ``patch`` in V4A form,
 ``write_file``, failures (dropped), a diff quoted in a reply — between user requests,
 replies and other tool calls. It then builds the index from scratch, alternately
-without and with :class:`~project_history_recall.chain.ChainExtension`, and prints
+without and with :class:`~project_history_recall.services.code_history.ChainExtension`, and prints
 both times and their ratio: CPU time of the process (what the target is judged on,
 since other load on a shared machine inflates wall time) and wall time, best of
 ``--repeats`` with medians beside.
@@ -36,9 +36,9 @@ from pathlib import Path
 
 from hermes_state import SessionDB
 
-from project_history_recall.chain import ChainExtension
-from project_history_recall.index import Index
-from project_history_recall.indexer import Indexer
+from project_history_recall.index.edit_phase import ChainExtension
+from project_history_recall.index.indexer import Indexer
+from project_history_recall.index.store import Index
 from project_history_recall.sources.hermes import HermesSource
 
 FILES = 60

@@ -116,14 +116,14 @@ class Runner:
 
     def _scope_keys(self) -> dict[str, str]:
         """Every session's project (as our scope sees it): the resolver over the index's rows."""
-        from project_history_recall.search import session_identities
+        from project_history_recall.search.scope import session_identities
 
         conn = self.recall.index.connect_readonly()
         if conn is None:
             raise RuntimeError("the index was not built")
         try:
             return {sid: ident.scope_key for sid, (ident, _row) in
-                    session_identities(conn, self.recall.resolver()).items()}
+                    session_identities(conn, self.recall.workspace.resolver()).items()}
         finally:
             conn.close()
 

@@ -96,7 +96,7 @@ def register_plugin() -> dict:
     """Register the plugin through a real Hermes PluginContext; returns what it added."""
     from hermes_cli.plugins import PluginContext, PluginManifest, get_plugin_manager
 
-    from project_history_recall.plugin import register
+    from project_history_recall.faces.hermes.plugin import register
 
     manager = get_plugin_manager()
     register(PluginContext(PluginManifest(name="project-history-recall", source="entrypoint"), manager))

@@ -18,7 +18,8 @@ import os
 import pytest
 
 from builders import register_plugin
-from project_history_recall import commands, freshness
+from project_history_recall.faces.hermes import commands
+from project_history_recall.services import freshness
 
 
 @pytest.fixture(autouse=True)

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from builders import History, git_init
-from project_history_recall.cli import main
+from project_history_recall.faces.cli import main
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -86,12 +86,12 @@ def test_no_database(tmp_path):
 
 
 def test_index_in_the_background_returns_a_job(h):
-    from project_history_recall import jobs
     from project_history_recall.recall import Recall
+    from project_history_recall.services import jobs
 
     code, out = run("--home", str(h.root), "index", "--background", "--json")
     payload = json.loads(out)
     assert code == 0 and payload["job"]["detached"] is True and payload["job"]["reason"] == "cli"
-    assert jobs.wait(Recall(h.root), jobs.Job(payload["job_id"]), 60).state == "done"
+    assert jobs.wait(Recall(h.root).workspace, jobs.Job(payload["job_id"]), 60).state == "done"
     code, out = run("--home", str(h.root), "status", "--json")
     assert json.loads(out)["sessions_indexed"] == 3

@@ -16,11 +16,11 @@ from pathlib import Path
 import pytest
 
 from builders import History, add_worktree, git_init, tool_call
-from project_history_recall.chain import ChainExtension, chain_summary, code_history, code_history_for
 from project_history_recall.errors import RecallError
-from project_history_recall.index import Index
-from project_history_recall.indexer import Indexer
-from project_history_recall.search import compute_scope
+from project_history_recall.index.indexer import Indexer
+from project_history_recall.index.store import Index
+from project_history_recall.search.scope import compute_scope
+from project_history_recall.services.code_history import chain_summary, code_history
 
 FILE = "src/app/search.py"
 ORIGINAL = '''"""Search client."""
@@ -100,12 +100,6 @@ class Agent:
 
     def reply(self, sid: str, text: str) -> int:
         return self.h.say(sid, ("assistant", text))
-
-
-def with_chain(recall):
-    """What the lead wires into Recall: the same indexer, with the chain extension."""
-    recall.indexer = Indexer(recall.index, recall.source, recall.probe, extensions=[ChainExtension()])
-    return recall
 
 
 @pytest.fixture(scope="module")
@@ -202,14 +196,14 @@ def world(tmp_path_factory):
                                           "new_string": "    timeout = 7\n"})
         h.session("ask", repo, branch="main")
         h.session("ask-other", other, branch="main")
-        recall = with_chain(h.recall())
+        recall = h.recall()
         recall.refresh()
         yield {"h": h, "repo": repo, "wt": wt, "other": other, "recall": recall, "ids": ids}
         h.close()
 
 
 def history(world, path=FILE, **kwargs):
-    return code_history_for(world["recall"], "ask", path, **kwargs)
+    return world["recall"].code_history(path, session_id="ask", **kwargs)
 
 
 def sessions_of(result):
@@ -303,9 +297,9 @@ def test_quoted_diffs_add_only_what_no_tool_recorded(world):
 
 def test_other_projects_never_leak(world):
     assert "o1" not in sessions_of(history(world))
-    other = code_history_for(world["recall"], "ask-other", FILE)
+    other = world["recall"].code_history(FILE, session_id="ask-other")
     assert sessions_of(other) == ["o1"]
-    assert sessions_of(code_history_for(world["recall"], "ask-other", FILE, branch="feature-x")) == []
+    assert sessions_of(world["recall"].code_history(FILE, session_id="ask-other", branch="feature-x")) == []
 
 
 def test_path_fragments_symbols_and_queries(world):
@@ -332,8 +326,9 @@ def test_budget_trims_patches(world):
 def test_chain_summary_for_search_hits(world):
     conn = world["recall"].index.connect_readonly()
     try:
-        scope = compute_scope(conn, world["recall"].resolver(),
-                              world["recall"].asker(conn, world["recall"].resolver(), "ask", None).identity, "ask")
+        workspace = world["recall"].workspace
+        resolver = workspace.resolver()
+        scope = compute_scope(conn, resolver, workspace.asker(conn, resolver, "ask", None).identity, "ask")
         summary = chain_summary(conn, "s1", world["ids"]["s1"], scope_session_ids=scope.session_ids)
         assert summary is not None
         assert summary["file"] == FILE and summary["rounds"] == 6 and summary["this_round"] == 1
@@ -378,31 +373,31 @@ def small(tmp_path, monkeypatch):
 
 def test_chain_follows_new_messages_rewinds_and_deletions(small):
     h, agent, repo = small
-    recall = with_chain(h.recall())
-    assert sessions_of(code_history_for(recall, "ask", FILE)) == ["a"]
+    recall = h.recall()
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
     h.session("b", repo, branch="main")
     asked = agent.ask("b", "rename fetch")
     agent.edit("b", repo, "patch", {"mode": "replace", "path": FILE, "old_string": "def fetch(",
                                     "new_string": "def fetch_one("})
-    assert sessions_of(code_history_for(recall, "ask", FILE)) == ["a", "b"]
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a", "b"]
     h.db.rewind_to_message("b", asked)
-    assert sessions_of(code_history_for(recall, "ask", FILE)) == ["a"]
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
     h.db.delete_session("a")
-    assert sessions_of(code_history_for(recall, "ask", FILE)) == []
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == []
 
 
 def test_force_rebuild_gives_the_same_chain(small):
     h, _, _ = small
-    recall = with_chain(h.recall())
-    before = code_history_for(recall, "ask", FILE)
+    recall = h.recall()
+    before = recall.code_history(FILE, session_id="ask")
     recall.refresh(force=True)
-    assert code_history_for(recall, "ask", FILE) == before
+    assert recall.code_history(FILE, session_id="ask") == before
 
 
 def test_an_index_from_before_the_chain_is_backfilled(small):
     h, _, _ = small
     recall = h.recall()
-    Indexer(recall.index, recall.source).refresh()  # a plugin from before the chain: no extension
+    Indexer(recall.index, recall.workspace.source).refresh()  # a plugin from before the chain: no extension
     conn = recall.index.connect()
     try:
         assert conn.execute("SELECT COUNT(*) FROM edits").fetchone()[0] == 0
@@ -412,26 +407,26 @@ def test_an_index_from_before_the_chain_is_backfilled(small):
     finally:
         conn.close()
     Index(recall.index.data_dir).connect().close()
-    assert sessions_of(code_history_for(with_chain(h.recall()), "ask", FILE)) == ["a"]
+    assert sessions_of(h.recall().code_history(FILE, session_id="ask")) == ["a"]
 
 
 def test_home_sessions_get_no_history(small):
     h, _, _ = small
     h.session("home", None)
-    result = code_history_for(with_chain(h.recall()), "home", FILE)
+    result = h.recall().code_history(FILE, session_id="home")
     assert result["rounds"] == [] and result["project"] == {"kind": "home"}
 
 
 def test_cli_style_question_from_a_folder(small):
     h, _, repo = small
-    result = code_history_for(with_chain(h.recall()), None, "search.py", cwd=str(repo / "src"))
+    result = h.recall().code_history("search.py", session_id=None, cwd=str(repo / "src"))
     assert sessions_of(result) == ["a"]
 
 
 def test_bad_arguments_are_refused(small):
     h, _, _ = small
-    recall = with_chain(h.recall())
+    recall = h.recall()
     for bad in ({"path": ""}, {"path": 3}, {"path": FILE, "limit": "many"}, {"path": FILE, "branch": 7}):
         with pytest.raises(RecallError) as caught:
-            code_history_for(recall, "ask", bad.pop("path"), **bad)
+            recall.code_history(bad.pop("path"), session_id="ask", **bad)
         assert caught.value.code == "bad_argument"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from builders import History, add_worktree, git_init, session_ids
-from project_history_recall.search import compute_scope
+from project_history_recall.search.scope import compute_scope
 
 SAID = "the heron queue drains every ninety seconds"
 
@@ -72,8 +72,8 @@ def test_a_branch_scope_is_a_subset_of_the_project_scope(world, asker):
     recall = world.recall()
     conn = recall.index.connect_readonly()
     try:
-        resolver = recall.resolver()
-        identity = recall.asker(conn, resolver, asker, None).identity
+        resolver = recall.workspace.resolver()
+        identity = recall.workspace.asker(conn, resolver, asker, None).identity
         whole = compute_scope(conn, resolver, identity, asker)
         for branch in ("main", "feature-x", "no-such-branch"):
             narrowed = compute_scope(conn, resolver, identity, asker, branch=branch)

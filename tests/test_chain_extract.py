@@ -6,32 +6,27 @@ import json
 
 import pytest
 
-from project_history_recall.chain import (
-    Placement,
+from project_history_recall.index.diffs import parse_unified, parse_v4a, split_v4a
+from project_history_recall.index.edit_phase import Placement
+from project_history_recall.index.edits import (
+    SAID_CHARS,
+    Hints,
+    extract_edits,
+    render_edit,
+    resolved_path,
+    result_paths,
+    string_argument,
+    tool_outcome,
+    tool_succeeded,
+)
+from project_history_recall.index.symbols import enclosing, hunk_symbol, symbol_at, symbol_from_text
+from project_history_recall.services.code_history import (
     Round,
     match_paths,
     reconstruct,
     still_in_file,
     trim_patch,
     version_present,
-)
-from project_history_recall.chain_extract import (
-    SAID_CHARS,
-    Hints,
-    enclosing,
-    extract_edits,
-    hunk_symbol,
-    parse_unified,
-    parse_v4a,
-    render_edit,
-    resolved_path,
-    result_paths,
-    split_v4a,
-    string_argument,
-    symbol_at,
-    symbol_from_text,
-    tool_outcome,
-    tool_succeeded,
 )
 from project_history_recall.sources import SourceMessage, ToolCall
 
@@ -141,7 +136,7 @@ def test_v4a_sections_split_like_hermes_reads_them():
 ])
 def test_definitions(line, name):
     assert symbol_from_text(line) == name or (name is None and symbol_from_text(line) in (None, "ready"))
-    from project_history_recall.chain_extract import definition
+    from project_history_recall.index.symbols import definition
 
     found = definition(line)
     assert (found.name if found else None) == name

@@ -10,7 +10,7 @@ import yaml
 from click.testing import CliRunner
 
 from builders import History, git_init
-from project_history_recall.cli import main
+from project_history_recall.faces.cli import main
 
 
 def run(*args: str) -> tuple[int, str]:
@@ -70,6 +70,6 @@ def test_install_writes_a_plugin_folder_and_enables_it(tmp_path):
 
 
 def test_phr_is_an_installed_command(tmp_path):
-    out = subprocess.run([sys.executable, "-m", "project_history_recall.cli", "--help"],
+    out = subprocess.run([sys.executable, "-m", "project_history_recall.faces.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "search" in out and "index" in out and "install" in out

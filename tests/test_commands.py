@@ -14,7 +14,8 @@ import pytest
 import yaml
 
 from builders import History, git_init, register_plugin
-from project_history_recall import commands, jobs
+from project_history_recall.faces.hermes import commands
+from project_history_recall.services import jobs
 
 
 @pytest.fixture(autouse=True)
@@ -83,7 +84,7 @@ def test_index_of_a_large_history_hands_off_to_a_job(h, monkeypatch):
         job = index.active()
         assert job is not None and job.id in text and job.detached
         assert "already running" in recall("index --force")
-    assert jobs.wait(r, job, 60).state == "done"
+    assert jobs.wait(r.workspace, job, 60).state == "done"
 
 
 def test_search_prints_the_top_results_of_this_project(h):

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.consent import (
+from project_history_recall.services.consent import (
     CONSENT_FILE,
     SCOPE_NEW,
     USAGE_FILE,

@@ -11,7 +11,8 @@ import threading
 import numpy as np
 import pytest
 
-from project_history_recall.embeddings import PROVIDER_CONFIG, EmbeddingProvider, ProviderError, make_provider
+from project_history_recall.embeddings import make_provider
+from project_history_recall.embeddings.base import PROVIDER_CONFIG, EmbeddingProvider, ProviderError
 from project_history_recall.embeddings.local import (
     LOCAL_MODELS,
     LocalProvider,
@@ -166,8 +167,8 @@ def test_importing_is_lazy_and_the_fingerprint_needs_no_model() -> None:
     result = _run(
         "import json, sys\n"
         "import project_history_recall.embeddings, project_history_recall.embeddings.local\n"
-        "import project_history_recall.embeddings.openai, project_history_recall.consent\n"
-        "import project_history_recall.fusion, project_history_recall.chunking\n"
+        "import project_history_recall.embeddings.openai, project_history_recall.services.consent\n"
+        "import project_history_recall.search.fusion, project_history_recall.chunking\n"
         "import project_history_recall.redaction\n"
         "from project_history_recall.embeddings.local import LocalProvider\n"
         "p = LocalProvider('use-multilingual'); fp = p.fingerprint\n"

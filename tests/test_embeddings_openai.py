@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from fakes.embedding_server import FakeEmbeddingServer, vector_for
-from project_history_recall.consent import load_sent, record_consent
-from project_history_recall.embeddings import (
+from project_history_recall.embeddings import make_provider
+from project_history_recall.embeddings import openai as openai_module
+from project_history_recall.embeddings.base import (
     CONSENT_REQUIRED,
     PROVIDER_AUTH,
     PROVIDER_BAD_RESPONSE,
@@ -21,11 +22,11 @@ from project_history_recall.embeddings import (
     PROVIDER_UNAVAILABLE,
     EmbeddingProvider,
     ProviderError,
-    make_provider,
     normalize_endpoint,
 )
-from project_history_recall.embeddings import openai as openai_module
 from project_history_recall.embeddings.openai import API_KEY_ENV, DIMENSION_PROBE_TEXT, OpenAIProvider
+from project_history_recall.services.consent import load_sent, record_consent
+from project_history_recall.services.semantic import provider_for
 
 KEY = "sk-test-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z"
 DIM = 8
@@ -253,15 +254,15 @@ def test_endpoint_normalisation() -> None:
     assert normalize_endpoint("http://127.0.0.1:8080") == "http://127.0.0.1:8080"
 
 
-# -- the factory ---------------------------------------------------------------------------
+# -- the consent policy in front of the factory-----------------------------------------------------------------------
 
 
-def test_factory_refuses_a_remote_provider_without_consent(
+def test_policy_refuses_a_remote_provider_without_consent(
     tmp_path: Path, server: FakeEmbeddingServer
 ) -> None:
     settings = {"provider": "openai", "model": "fake-embed", "base_url": server.base_url, "enabled": True}
     with pytest.raises(ProviderError) as info:
-        make_provider(settings, data_dir=tmp_path, api_key=KEY)
+        provider_for(settings, tmp_path, env={API_KEY_ENV: KEY})
     assert info.value.code == CONSENT_REQUIRED
     # consent for another model or endpoint does not count
     record_consent(
@@ -273,11 +274,11 @@ def test_factory_refuses_a_remote_provider_without_consent(
         model="another-model",
     )
     with pytest.raises(ProviderError):
-        make_provider(settings, data_dir=tmp_path, api_key=KEY)
+        provider_for(settings, tmp_path, env={API_KEY_ENV: KEY})
     assert server.embedding_requests == []
 
 
-def test_factory_with_consent_counts_usage(tmp_path: Path, server: FakeEmbeddingServer) -> None:
+def test_policy_with_consent_counts_usage(tmp_path: Path, server: FakeEmbeddingServer) -> None:
     settings = {
         "provider": "openai",
         "model": "fake-embed",
@@ -292,7 +293,7 @@ def test_factory_with_consent_counts_usage(tmp_path: Path, server: FakeEmbedding
         endpoint=server.base_url,
         model="fake-embed",
     )
-    provider = make_provider(settings, data_dir=tmp_path, api_key=KEY)
+    provider = provider_for(settings, tmp_path, env={API_KEY_ENV: KEY})
     try:
         assert isinstance(provider, EmbeddingProvider) and provider.remote
         provider.embed_passages(["one", "two", "three"])

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from builders import History, dispatch, git_init
-from project_history_recall.search import Filters, keyword_hits
+from project_history_recall.search.keyword import keyword_hits
+from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit
 
 pytestmark = pytest.mark.usefixtures("registered_plugin")

@@ -22,8 +22,9 @@ import pytest
 import yaml
 
 from builders import Gate, History, dispatch, git_init, session_ids
-from project_history_recall import freshness, jobs
 from project_history_recall.recall import Recall
+from project_history_recall.services import freshness, jobs
+from project_history_recall.services.workspace import Workspace
 
 pytestmark = pytest.mark.usefixtures("registered_plugin")
 
@@ -85,7 +86,7 @@ def test_first_use_of_a_large_history_answers_building_then_results(h, monkeypat
     assert reply["job"]["detached"] is True and "being built" in reply["message"]
     browse = dispatch("project_history", {"operation": "timeline"}, session_id="now")
     assert browse["index_status"] == "building" and browse["success"] is True
-    state = jobs.wait(Recall(h.root), jobs.Job(reply["job_id"]), 60)
+    state = jobs.wait(Recall(h.root).workspace, jobs.Job(reply["job_id"]), 60)
     assert state.state == "done"
     assert session_ids(search("puffin")) == ["old"]
 
@@ -131,14 +132,14 @@ def test_a_session_written_by_another_process_is_found_by_the_very_next_search(h
 def test_a_slow_refresh_never_holds_a_read_longer_than_the_bound(h, monkeypatch):
     monkeypatch.setattr(freshness, "FRESH_WAIT", 0.2)
     assert session_ids(search("puffin")) == ["old"]
-    real = Recall.refresh
+    real = Workspace.refresh
     gate = Gate()
 
     def slow(self, **kwargs):
         gate.hold()
         return real(self, **kwargs)
 
-    monkeypatch.setattr(Recall, "refresh", slow)
+    monkeypatch.setattr(Workspace, "refresh", slow)
     write_from_another_process(h.root / "state.db", "newer", h.repo, "puffin news")
     reply = search("puffin")
     assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
@@ -158,7 +159,7 @@ def test_reads_while_an_index_job_runs_use_the_index_as_it_stands(h, monkeypatch
         reply = search("puffin")
         assert session_ids(reply) == ["old"] and reply["index_status"] == "updating"
         assert reply["job_id"] == started["job_id"]
-    assert jobs.wait(recall, jobs.Job(started["job_id"]), 60).state == "done"
+    assert jobs.wait(recall.workspace, jobs.Job(started["job_id"]), 60).state == "done"
 
 
 # -- session start ---------------------------------------------------------------------------------

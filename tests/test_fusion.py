@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.fusion import (
+from project_history_recall.search.fusion import (
     BOTH,
     KEYWORD,
     SEMANTIC,

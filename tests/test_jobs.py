@@ -20,9 +20,9 @@ import pytest
 from click.testing import CliRunner
 
 from builders import History, dispatch, git_init
-from project_history_recall import jobs
-from project_history_recall.cli import main as phr
-from project_history_recall.index import Index
+from project_history_recall.faces.cli import main as phr
+from project_history_recall.index.store import Index
+from project_history_recall.services import jobs
 
 TESTS = Path(__file__).resolve().parent
 
@@ -31,7 +31,7 @@ TESTS = Path(__file__).resolve().parent
 STARTER = f"""
 import json, os, sys
 sys.path.insert(0, {str(TESTS)!r})
-from project_history_recall import jobs
+from project_history_recall.services import jobs
 jobs.LARGE_HISTORY = int(os.environ.get("T_LARGE", "1000"))
 jobs.BACKGROUND_GLANCE = 0.0
 from builders import dispatch, register_plugin

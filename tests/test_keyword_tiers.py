@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from builders import History, dispatch, git_init, session_ids
-from project_history_recall import search as search_module
+from project_history_recall.search import keyword as search_module
 
 pytestmark = pytest.mark.usefixtures("registered_plugin")
 

@@ -68,7 +68,7 @@ def test_entry_point_is_declared() -> None:
         for ep in importlib.metadata.entry_points(group="hermes_agent.plugins")
         if ep.name == PLUGIN
     }
-    assert eps == {(PLUGIN, "project_history_recall.plugin")}
+    assert eps == {(PLUGIN, "project_history_recall.faces.hermes.plugin")}
     module = next(
         ep for ep in importlib.metadata.entry_points(group="hermes_agent.plugins") if ep.name == PLUGIN
     ).load()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sqlite3
 
 from builders import History, file_digest, git_init
-from project_history_recall.tools import make_handlers
+from project_history_recall.faces.hermes.tools import make_handlers
 
 
 def _rows(path, table):

@@ -60,7 +60,7 @@ def test_a_file_another_process_already_replaced_is_not_moved_aside_again(tmp_pa
     import sqlite3
 
     from builders import History, git_init, session_ids
-    from project_history_recall.index import Index
+    from project_history_recall.index.store import Index
     from project_history_recall.recall import Recall
 
     h = History(tmp_path / "hermes")

@@ -57,7 +57,7 @@ def test_state_files_are_never_half_written(report):
 def test_a_process_notices_that_the_index_file_was_replaced(tmp_path):
     from hermes_state import SessionDB
 
-    from project_history_recall.index import Index
+    from project_history_recall.index.store import Index
     from project_history_recall.recall import Recall
 
     home = tmp_path / "hermes"

@@ -24,7 +24,7 @@ from bench.stress.fake import embedding_server  # noqa: E402
 
 from builders import register_plugin  # noqa: E402
 from project_history_recall import tokenizer  # noqa: E402
-from project_history_recall.tools import SCHEMAS  # noqa: E402
+from project_history_recall.faces.hermes.tools import SCHEMAS  # noqa: E402
 
 EXAMPLES = 30
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=True,

@@ -46,7 +46,7 @@ def test_a_read_of_ours_never_holds_a_lock_a_hermes_writer_waits_for(tmp_path):
     db.append_message("old", "user", "before the read", timestamp=1.7e9)
     db.close()
     recall = Recall(home)
-    with recall.source.read() as reader:
+    with recall.workspace.source.read() as reader:
         assert reader.signatures()  # our read transaction is open
         writer = sqlite3.connect(home / "state.db", timeout=0, isolation_level=None)  # no waiting at all
         writer.execute("BEGIN IMMEDIATE")
@@ -76,7 +76,8 @@ def test_embedding_waits_out_or_reports_a_busy_writer_lock(tmp_path):
 
     with embedding_server() as server:
         home = live.build_home(tmp_path / "busy", server.base_url, filler=20)
-        hold = python_c("import sys, time\nfrom pathlib import Path\nfrom project_history_recall.index import Index\n"
+        hold = python_c("import sys, time\nfrom pathlib import Path\n"
+                        "from project_history_recall.index.store import Index\n"
                         "with Index(Path(sys.argv[1])).writer(5):\n    print('READY', flush=True)\n"
                         "    time.sleep(8)\n", str(world.data_dir(home)), log=tmp_path / "hold.log")
         try:
@@ -93,9 +94,9 @@ def test_a_fresh_answer_sees_what_was_committed_before_it_was_asked(tmp_path, mo
     from bench.stress import world
     from hermes_state import SessionDB
 
-    from project_history_recall import freshness
-    from project_history_recall.indexer import Indexer
+    from project_history_recall.index.indexer import Indexer
     from project_history_recall.recall import Recall
+    from project_history_recall.services import freshness
 
     home = tmp_path / "hermes"
     repo = world.git_init(tmp_path / "repo")
@@ -116,10 +117,10 @@ def test_a_fresh_answer_sees_what_was_committed_before_it_was_asked(tmp_path, mo
 
     monkeypatch.setattr(Indexer, "_refresh", slow)
     db.append_message("old", "assistant", "alpha token one", timestamp=1.7e9 + 1)
-    assert freshness.ensure(recall, wait=0.1).state == "updating"  # a worker is now running
+    assert freshness.ensure(recall.workspace, wait=0.1).state == "updating"  # a worker is now running
     db.append_message("old", "user", "zanzibar token two", timestamp=1.7e9 + 2)  # after that worker's snapshot
     # (SessionDB.close() would wait here: its WAL TRUNCATE waits for the worker's read transaction.)
-    reply = freshness.answer(recall, lambda: recall.search("zanzibar", session_id="now", mode="keyword"))
+    reply = recall.answer(lambda: recall.search("zanzibar", session_id="now", mode="keyword"))
     db.close()
     found = [r["session_id"] for r in reply["results"]]
     assert found == ["old"] or reply.get("index_status") == "updating", reply

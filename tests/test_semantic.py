@@ -8,9 +8,9 @@ from filelock import FileLock
 
 from builders import History, git_init, session_ids
 from fakes.embedding_server import FakeEmbeddingServer
-from project_history_recall.consent import record_consent
 from project_history_recall.embeddings.local import LocalProvider
-from project_history_recall.semantic import SYNC_EMBED_BUDGET
+from project_history_recall.services.consent import record_consent
+from project_history_recall.services.semantic import SYNC_EMBED_BUDGET
 
 pytestmark = pytest.mark.model
 
@@ -242,7 +242,7 @@ def first_from(h: History, asker: str) -> list[str]:
 
 
 def test_the_user_consents_with_the_slash_command(remote, monkeypatch, tmp_path):
-    from project_history_recall.commands import run
+    from project_history_recall.faces.hermes.commands import run
 
     h, server = remote
     monkeypatch.setenv("HERMES_HOME", str(h.root))

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from builders import Gate, History, dispatch, git_init, register_plugin
-from project_history_recall import updates
+from project_history_recall.services import updates
 
 PAGE = f"/simple/{updates.PACKAGE}/"
 

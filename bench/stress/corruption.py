@@ -100,8 +100,8 @@ def copy_world(base: World, dst: Path) -> World:
 
 
 def ask(home: Path, query: str) -> dict:
+    from project_history_recall.faces.hermes.tools import make_handlers
     from project_history_recall.recall import Recall
-    from project_history_recall.tools import make_handlers
 
     handlers = make_handlers(lambda: Recall(home))
     raw = handlers["project_history_search"]({"query": query, "mode": "keyword", "limit": 10}, session_id=ASKER)

@@ -55,8 +55,8 @@ EMBED_CODE = (
 STATE_FILES_CODE = (
     "import sys, random\n"
     "from pathlib import Path\n"
-    "from project_history_recall import jobs\n"
-    "from project_history_recall.consent import record_consent, record_sent\n"
+    "from project_history_recall.services import jobs\n"
+    "from project_history_recall.services.consent import record_consent, record_sent\n"
     "d, rng = Path(sys.argv[1]), random.Random(int(sys.argv[2]))\n"
     "store = jobs.JobStore(d)\n"
     "job = jobs.Job('stress-job')\n"
@@ -157,7 +157,7 @@ def search_answers(home: Path, askers: list[str], queries: list[str], mode: str 
 
 
 def world_settings(home: Path, auto_index: bool = True):
-    from project_history_recall.host import HermesHome
+    from project_history_recall.hermes_home import HermesHome
 
     settings = HermesHome(home).settings()
     return dataclasses.replace(settings, auto_index=auto_index)
@@ -166,7 +166,8 @@ def world_settings(home: Path, auto_index: bool = True):
 def matching_sessions(home: Path, askers: list[str], queries: list[str]) -> dict[str, set[str]]:
     """Every session in each asker's project that has an entry matching each query (no limit)."""
     from project_history_recall.recall import Recall
-    from project_history_recall.search import Filters, compute_scope, keyword_hits
+    from project_history_recall.search.keyword import keyword_hits
+    from project_history_recall.search.scope import Filters, compute_scope
     from project_history_recall.tokenizer import plan_query
 
     recall = Recall(home)
@@ -174,9 +175,9 @@ def matching_sessions(home: Path, askers: list[str], queries: list[str]) -> dict
     assert conn is not None
     out: dict[str, set[str]] = {}
     try:
-        resolver = recall.resolver()
+        resolver = recall.workspace.resolver()
         for asker in askers:
-            identity = recall.asker(conn, resolver, asker, None).identity
+            identity = recall.workspace.asker(conn, resolver, asker, None).identity
             scope = compute_scope(conn, resolver, identity, asker)
             for query in queries:
                 hits = keyword_hits(conn, plan_query(query), scope.session_ids, Filters(), limit=10**7)
@@ -217,7 +218,7 @@ def index_path(home: Path) -> Path:
 
 def check_opens(home: Path) -> tuple[bool | str, bool]:
     """``(verdict, exists)``: the interrupted file is sound and the plugin opens it in place."""
-    from project_history_recall.index import Index, schema_version
+    from project_history_recall.index.store import Index, schema_version
 
     path = index_path(home)
     if not path.exists() or path.stat().st_size == 0:
@@ -289,7 +290,7 @@ def forget_process_caches() -> None:
     older state behind its back: the indexer's in-process "unchanged" cache would skip the
     refresh (a real process after a crash is a new process; see the crash tests for the
     narrower case where this cache matters)."""
-    from project_history_recall import indexer
+    from project_history_recall.index import indexer
 
     getattr(indexer, "_unchanged", {}).clear()
 
@@ -471,12 +472,11 @@ def scenario_embed(corpus, server_url: str, kills: int, rng: random.Random, work
 def scenario_phr_index(corpus, kills: int, rng: random.Random, work: Path) -> ScenarioResult:
     """``phr index`` (an index job with its record) killed: the next request is not blocked by
     the dead job's record, status says it failed, and the index completes."""
-    from project_history_recall import jobs
     from project_history_recall.recall import Recall
 
     home = world.clone_home(corpus.hermes_home, work / "phr-index" / "hermes")
     askers, queries = _askers_queries(corpus)
-    args = ["-m", "project_history_recall.cli", "--home", str(home), "index", "--json"]
+    args = ["-m", "project_history_recall.faces.cli", "--home", str(home), "index", "--json"]
     world.restore_index(home, None)
     started = time.monotonic()
     child = spawn(args, work / "logs" / "phr-reference.log")
@@ -504,7 +504,7 @@ def scenario_phr_index(corpus, kills: int, rng: random.Random, work: Path) -> Sc
             job = status.get("job")
             outcome.checks["status_not_stuck"] = (
                 True if job is None or job["state"] in ("failed", "done") else f"job left {job['state']}")
-            reply = jobs.run_in_foreground(Recall(home), reason="stress")
+            reply = Recall(home).index_in_foreground(reason="stress")
             outcome.checks["next_job_runs"] = (
                 True if reply.get("success") and not reply.get("already_running") else f"next index: {reply}")
             got = dg.digest(index_path(home), queries)
@@ -519,8 +519,8 @@ def scenario_phr_index(corpus, kills: int, rng: random.Random, work: Path) -> Sc
 def scenario_state_files(kills: int, rng: random.Random, work: Path) -> ScenarioResult:
     """Writers of consent.json, embedding_usage.json, last_refresh.json and a job record,
     killed in a loop: every file always parses, and the usage counters never go back."""
-    from project_history_recall import jobs
-    from project_history_recall.consent import load_consent, load_sent
+    from project_history_recall.services import jobs
+    from project_history_recall.services.consent import load_consent, load_sent
 
     folder = work / "state-files"
     if folder.exists():

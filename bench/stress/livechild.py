@@ -36,7 +36,7 @@ def instrument_writer_lock() -> None:
     log = os.environ.get("PHR_LOCK_LOG")
     if not log:
         return
-    from project_history_recall import index as index_module
+    from project_history_recall.index import store as index_module
 
     original = index_module.Index.writer
 
@@ -137,7 +137,6 @@ def rewinder(home: Path, out: Path, seconds: float, seed: int) -> None:
 
 
 def searcher(home: Path, out: Path, seconds: float, seed: int, writer_log: Path) -> None:
-    from project_history_recall import freshness
     from project_history_recall.recall import Recall
 
     instrument_writer_lock()
@@ -165,7 +164,7 @@ def searcher(home: Path, out: Path, seconds: float, seed: int, writer_log: Path)
             started_at = time.time()
             target = committed[-1] if rng.random() < 0.7 else rng.choice(committed)
             t0 = time.perf_counter()
-            reply = freshness.answer(recall, lambda t=target: recall.search(t["token"], session_id="live-ask",
+            reply = recall.answer(lambda t=target: recall.search(t["token"], session_id="live-ask",
                                                                             mode="keyword", limit=10))
             took = time.perf_counter() - t0
             found = any(r.get("message_id") == target["mid"] for r in reply.get("results", []))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from project_history_recall.faces.hermes.plugin import session_start_hook
+
 from . import world
 
 OTHER_MARK = "othermarkqz"  # in every message of the project that gets no consent
@@ -258,7 +260,8 @@ def _wait_threads(prefixes: tuple[str, ...] = ("phr-", "project-history-recall")
 
 
 def _cli(w: PrivacyWorld, *args: str, cwd: Path | None = None) -> dict:
-    out = subprocess.run([world.python(), "-m", "project_history_recall.cli", "--home", str(w.home), *args, "--json"],
+    command = [world.python(), "-m", "project_history_recall.faces.cli", "--home", str(w.home), *args, "--json"]
+    out = subprocess.run(command,
                          capture_output=True, text=True, env=world.child_env({"HERMES_HOME": str(w.home)}),
                          cwd=str(cwd or w.repo), timeout=300)
     try:
@@ -269,18 +272,19 @@ def _cli(w: PrivacyWorld, *args: str, cwd: Path | None = None) -> dict:
 
 def paths(w: PrivacyWorld) -> list[tuple[str, Any]]:
     """Every way the plugin can be made to work, as (name, thunk)."""
-    from project_history_recall import freshness, jobs, semantic
     from project_history_recall.recall import Recall
+    from project_history_recall.search import semantic
+    from project_history_recall.services import jobs
 
     def tool(name: str, args: dict, asker: str | None = None) -> Any:
-        from project_history_recall.tools import make_handlers
+        from project_history_recall.faces.hermes.tools import make_handlers
 
         return lambda: json.loads(make_handlers(lambda: Recall(w.home, background_embedding=True))[name](
             args, session_id=asker or w.askers["app"]))
 
     def command(raw: str) -> Any:
         def run() -> str:
-            from project_history_recall import commands
+            from project_history_recall.faces.hermes import commands
 
             before = os.getcwd()
             os.chdir(w.repo)
@@ -293,22 +297,22 @@ def paths(w: PrivacyWorld) -> list[tuple[str, Any]]:
     def background() -> Any:
         recall = Recall(w.home, background_embedding=True)
         try:
-            worker = semantic.start_background(recall.embedder(recall.provider()))
+            worker = semantic.start_background(recall.semantic.embedder(recall.semantic.provider()))
             worker.join(60)
             return {"worker": "started", "error": worker.error}
         except Exception as exc:
             return {"worker": f"refused: {type(exc).__name__}: {getattr(exc, 'code', exc)}"}
 
     def session_start() -> Any:
-        freshness.session_start_hook(lambda: Recall(w.home, background_embedding=True))()
+        session_start_hook(lambda: Recall(w.home, background_embedding=True))()
         time.sleep(0.2)
         _wait_threads()
         return "hook ran"
 
     def detached_job() -> Any:
         recall = Recall(w.home)
-        reply = jobs.request_index(recall, force=True, reason="stress", budget=60.0, large=0)
-        job = jobs.wait(recall, jobs.JobStore(recall.home.data_dir).read(reply["job_id"]) or reply, 120) \
+        reply = jobs.request_index(recall.workspace, force=True, reason="stress", budget=60.0, large=0)
+        job = jobs.wait(recall.workspace, jobs.JobStore(recall.home.data_dir).read(reply["job_id"]) or reply, 120) \
             if reply.get("job_id") else None
         return {"reply": reply.get("status"), "job": getattr(job, "state", None)}
 
@@ -344,8 +348,8 @@ def paths(w: PrivacyWorld) -> list[tuple[str, Any]]:
 def _code_tools(w: PrivacyWorld) -> list[tuple[str, Any]]:
     """Tools registered after this module was written (the edit chain): each called with its
     required arguments filled with a plain word."""
+    from project_history_recall.faces.hermes.tools import SCHEMAS, make_handlers
     from project_history_recall.recall import Recall
-    from project_history_recall.tools import SCHEMAS, make_handlers
 
     known = {"project_history_search", "project_history", "project_history_index", "project_session_move"}
     out = []
@@ -415,7 +419,7 @@ def _run_paths(proxy: CountingProxy, todo: list[tuple[str, Any]]) -> list[PathRe
 
 
 def _reset_index(w: PrivacyWorld) -> None:
-    from project_history_recall import indexer
+    from project_history_recall.index import indexer
 
     indexer._unchanged.clear()
     folder = world.data_dir(w.home)
@@ -429,8 +433,8 @@ def _reset_index(w: PrivacyWorld) -> None:
 
 def run(work: Path, server: Any) -> dict[str, Any]:
     """Before consent, with a consent that does not match, and after consent (``["*"]``)."""
-    from project_history_recall.consent import record_consent, revoke_consent
-    from project_history_recall.host import HermesHome
+    from project_history_recall.hermes_home import HermesHome
+    from project_history_recall.services.consent import record_consent, revoke_consent
 
     proxy = CountingProxy(server.port)
     report = Report()
@@ -483,7 +487,7 @@ def run(work: Path, server: Any) -> dict[str, Any]:
         after_paths = [p for p in todo if not p[0].startswith("tool project_session")]
         for q in secret_queries:
             after_paths.append((f"search with a secret in the query {q[:10]}", lambda q=q: json.loads(
-                __import__("project_history_recall.tools", fromlist=["make_handlers"]).make_handlers(
+                __import__("project_history_recall.faces.hermes.tools", fromlist=["make_handlers"]).make_handlers(
                     lambda: __import__("project_history_recall.recall", fromlist=["Recall"]).Recall(w.home))[
                     "project_history_search"]({"query": q, "mode": "semantic"}, session_id=w.askers["app"]))))
         _run_paths(proxy, after_paths)

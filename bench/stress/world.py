@@ -58,8 +58,8 @@ def remote_embedding(base_url: str, model: str = "m", **extra: Any) -> dict[str,
 
 
 def consent_all(home: Path, base_url: str, model: str = "m", projects: list[str] | None = None) -> None:
-    from project_history_recall.consent import record_consent
-    from project_history_recall.host import HermesHome
+    from project_history_recall.hermes_home import HermesHome
+    from project_history_recall.services.consent import record_consent
 
     h = HermesHome(home)
     record_consent(h.data_dir, profile=h.profile, projects=projects or ["*"], provider="openai",

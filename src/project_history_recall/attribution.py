@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from .paths import depth, is_same_or_under, path_key
+from project_history_recall.paths import depth, is_same_or_under, path_key
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from filelock import FileLock, Timeout
 
-from .errors import RecallError
+from project_history_recall.errors import RecallError
 
 
 @contextlib.contextmanager

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .embeddings.base import EmbeddingSettings, ProviderError, parse_settings
+from project_history_recall.embeddings.base import EmbeddingSettings, ProviderError, parse_settings
 
 PLUGIN_NAME = "project-history-recall"
 

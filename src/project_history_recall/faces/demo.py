@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from .host import HermesHome
+from project_history_recall.hermes_home import HermesHome
 
 DAY = 86400.0
 
@@ -113,7 +113,7 @@ DEMO_QUERIES = [
 
 def run_demo(home: HermesHome, demo_root: Path | None, *, echo: Callable[[str], None],
              print_search: Callable[[dict], None]) -> None:
-    from .recall import Recall
+    from project_history_recall.recall import Recall
 
     if home.state_db.is_file() and demo_root is None:
         echo(f"Using your Hermes history at {home.root} (read-only).")

@@ -10,9 +10,9 @@ from typing import Any
 
 import click
 
-from . import humanize
-from .errors import RecallError
-from .host import HermesHome
+from project_history_recall.errors import RecallError
+from project_history_recall.faces import humanize
+from project_history_recall.hermes_home import HermesHome
 
 
 def _home(path: str | None) -> HermesHome:
@@ -20,7 +20,7 @@ def _home(path: str | None) -> HermesHome:
 
 
 def _recall(ctx: click.Context):
-    from .recall import Recall
+    from project_history_recall.recall import Recall
 
     return Recall(ctx.obj["home"])
 
@@ -70,10 +70,8 @@ def _asker(cwd: str | None) -> str | None:
 
 def _fresh(ctx: click.Context, call) -> dict:
     """A read that says "building" / "updating" the way the tools do."""
-    from .freshness import answer
-
     recall = _recall(ctx)
-    return answer(recall, lambda: call(recall))
+    return recall.answer(lambda: call(recall))
 
 
 @main.command()
@@ -107,8 +105,6 @@ def search(ctx: click.Context, query: tuple[str, ...], cwd: str | None, session_
 @click.pass_context
 def index(ctx: click.Context, force: bool, background: bool, as_json: bool) -> None:
     """Build or refresh the index (with a progress bar); reports a job that is already running."""
-    from . import jobs
-
     recall = _recall(ctx)
     bars: dict[str, Any] = {}
     shown: dict[str, int] = {}
@@ -127,10 +123,10 @@ def index(ctx: click.Context, force: bool, background: bool, as_json: bool) -> N
 
     def run() -> dict:
         if background:  # a detached job: this process is about to exit
-            return jobs.request_index(recall, force=force, reason="cli", budget=0.0, large=-1)
+            return recall.request_index(force=force, reason="cli", background=True)
         try:
-            return jobs.run_in_foreground(recall, force=force, reason="cli", progress=progress_for("indexing sessions"),
-                                          embed_progress=progress_for("embedding messages"))
+            return recall.index_in_foreground(force=force, progress=progress_for("indexing sessions"),
+                                              embed_progress=progress_for("embedding messages"))
         finally:
             for bar in bars.values():
                 bar.__exit__(None, None, None)
@@ -199,7 +195,7 @@ def projects(ctx: click.Context, cwd: str | None, session_id: str | None, branch
 @click.pass_context
 def install(ctx: click.Context, as_json: bool) -> None:
     """Install as a plugin folder in $HERMES_HOME/plugins/ and enable it."""
-    from .install import install as do_install
+    from project_history_recall.faces.hermes.install import install as do_install
 
     def human(p: dict) -> None:
         click.echo(f"installed {p['plugin_dir']} and enabled it in {p['config']}")
@@ -212,7 +208,7 @@ def install(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def demo(ctx: click.Context, demo_home: str | None) -> None:
     """Index your Hermes history (or a built-in demo one when you have none) and run a few searches."""
-    from .demo import run_demo
+    from project_history_recall.faces.demo import run_demo
 
     run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None, echo=click.echo, print_search=print_search)
 

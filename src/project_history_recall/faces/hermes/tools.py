@@ -11,10 +11,10 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from . import freshness, updates
-from .chain import CODE_HISTORY_SCHEMA
-from .errors import RecallError, bad_argument
-from .tokenizer import scrub
+from project_history_recall.errors import RecallError, bad_argument
+from project_history_recall.services import code_history as chain
+from project_history_recall.services import updates
+from project_history_recall.tokenizer import scrub
 
 logger = logging.getLogger(__name__)
 TOOLSET = "project"
@@ -225,6 +225,40 @@ def _history(recall: Any, a: dict, session_id: str | None) -> dict:
     return {**recall.status(session_id=session_id, branch=a.get("branch")), "operation": "status"}
 
 
+CODE_HISTORY_SCHEMA: dict[str, Any] = {
+    "name": "project_code_history",
+    "description": (
+        "How one file's code evolved across past sessions of THIS project: every recorded edit "
+        "(patch, write_file, or a diff shown in a reply), oldest first, each with the user's words "
+        "that asked for it, the branch, the enclosing function or class, the patch, and an "
+        "@session: link. The last round says whether that version is still in the file. Use for "
+        "'why is X like this', 'what did we try for this function', 'which version did we keep'."
+    ),
+    "parameters": {
+        "type": "object",
+        "properties": {
+            "path": {
+                "type": "string",
+                "description": "The file: a path relative to the repo ('src/app/search.py'), or a fragment "
+                               "of one ('search.py').",
+            },
+            "symbol": {"type": "string", "description": "Only edits of this function or class."},
+            "query": {"type": "string", "description": "Only edits whose request or patch mention these words."},
+            "branch": {
+                "type": "string",
+                "description": "Only edits made on this git branch (edits on unknown branches stay).",
+            },
+            "limit": {
+                "type": "integer",
+                "default": chain.DEFAULT_LIMIT,
+                "description": f"Most recent rounds to return (default {chain.DEFAULT_LIMIT}, max {chain.MAX_LIMIT}).",
+            },
+        },
+        "required": ["path"],
+    },
+}
+
+
 def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., str]]:
     """Handlers bound to a factory, so every call sees the current profile and config."""
 
@@ -236,7 +270,7 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
         def run() -> dict:
             nonlocal recall
             recall = recall_factory()
-            return freshness.answer(recall, lambda: fn(recall))
+            return recall.answer(lambda: fn(recall))
 
         payload = _payload(run)
         if recall is not None:

@@ -1,10 +1,9 @@
-"""Project-scoped search over the index.
+"""Keyword search over the index, and grouping hits into results.
 
-Scope first: the sessions whose resolved project equals the asking session's
-(attribution decides; no SQL prefix match does). Then keyword candidates from
-FTS5 (BM25 over the OR of the query's units, ranked in tiers: the rarest units
-first, the common ones only when the rarer find nothing), semantic candidates
-when available, fused, grouped to one result per session.
+FTS5 BM25 over the OR of the query's units, ranked in tiers: the rarest units
+first, the common ones only when the rarer find nothing, within the scope the
+caller computed (:mod:`project_history_recall.search.scope`); then fused with semantic
+candidates when there are any, and grouped to one result per session.
 """
 
 from __future__ import annotations
@@ -13,22 +12,32 @@ import dataclasses
 import json
 import sqlite3
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
-from .attribution import Identity, Resolver
-from .fusion import rrf, weighted
-from .index import is_damage
-from .indexer import searchable_text
-from .tokenizer import QueryPlan, Unit, index_tokens, matched_units
+from project_history_recall.index.indexer import searchable_text
+from project_history_recall.index.store import is_damage
+from project_history_recall.search.fusion import rrf, weighted
+from project_history_recall.search.scope import Filters
+from project_history_recall.tokenizer import QueryPlan, Unit, index_tokens, matched_units
 
 KINDS = ("user", "assistant", "tool_call", "title")
+
+
 CANDIDATES = 300
+
+
 RRF_K = 60
+
+
 #: Hybrid fusion, chosen on the dev set (docs/benchmarks.md): a weighted sum of
 #: rank-normalised keyword and semantic scores, half and half.
 DENSE_WEIGHT = 0.5
+
+
 #: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
 COVERAGE_HITS = 60
+
+
 #: BM25 ranks every match of an OR before the scope filter can cut, so a query costs about
 #: a microsecond per entry matching any of its units, most of it in common words ("error",
 #: "tests") that add little to the order (their IDF is low). So the units are ranked in
@@ -36,22 +45,6 @@ COVERAGE_HITS = 60
 #: unit); the first tier that finds anything in scope answers. Every unit still counts for
 #: a session's coverage.
 RANKING_BUDGET = 8_000
-
-
-@dataclass(frozen=True)
-class Filters:
-    after: float | None = None
-    before: float | None = None
-    kinds: tuple[str, ...] | None = None
-    branch: str | None = None
-
-
-@dataclass
-class Scope:
-    identity: Identity
-    session_ids: list[str]
-    sessions_in_scope: int
-    identities: dict[str, Identity] = field(default_factory=dict)
 
 
 @dataclass
@@ -81,70 +74,6 @@ class SessionResult:
     best: Hit
     score: float
     hits: list[Hit]
-
-
-@dataclass
-class _Attributed:
-    """Every indexed session's project, and the visible sessions grouped by project."""
-
-    identities: dict[str, tuple[Identity, sqlite3.Row]]
-    visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]]
-
-
-_attributed_cache: dict[tuple, _Attributed] = {}
-
-
-def _attributed(conn: sqlite3.Connection, resolver: Resolver) -> _Attributed:
-    """Resolve every session once per distinct (cwd, repo root). Cached until the index
-    changes or the projects do (``resolver.key``): attribution is still computed at query
-    time, just not again for an unchanged history."""
-    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'generation'), "
-                       "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
-    key = (*row, resolver.key)
-    cached = _attributed_cache.get(key)
-    if cached is not None:
-        return cached
-    by_pair: dict[tuple[str | None, str | None], Identity] = {}
-    identities: dict[str, tuple[Identity, sqlite3.Row]] = {}
-    visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]] = defaultdict(list)
-    for session in conn.execute("SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions "
-                                "ORDER BY started_at, id"):
-        pair = (session["cwd"], session["repo_root"])
-        identity = by_pair.get(pair)
-        if identity is None:
-            identity = by_pair[pair] = resolver.resolve(*pair)
-        identities[session["id"]] = (identity, session)
-        if not (session["archived"] or session["hidden"]):
-            visible[identity.scope_key].append((session["id"], identity, session))
-    if len(_attributed_cache) > 8:
-        _attributed_cache.clear()
-    cached = _attributed_cache[key] = _Attributed(identities, dict(visible))
-    return cached
-
-
-def session_identities(conn: sqlite3.Connection, resolver: Resolver) -> dict[str, tuple[Identity, sqlite3.Row]]:
-    """Every indexed session's project (hidden and archived ones included)."""
-    return _attributed(conn, resolver).identities
-
-
-def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, current_id: str | None,
-                  *, everywhere: bool = False, branch: str | None = None) -> Scope:
-    """The visible (not archived, not hidden) sessions of ``identity``'s project,
-    the current one excluded; ``everywhere`` widens to every project on purpose."""
-    groups = _attributed(conn, resolver).visible
-    candidates = ([m for group in groups.values() for m in group] if everywhere
-                  else groups.get(identity.scope_key, []))
-    members: list[str] = []
-    identities: dict[str, Identity] = {}
-    in_scope = 0
-    for sid, ident, row in candidates:
-        if branch and row["branch"] and row["branch"] != branch:
-            continue
-        in_scope += 1
-        if sid != current_id:
-            members.append(sid)
-            identities[sid] = ident
-    return Scope(identity, members, in_scope, identities)
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[object]]:

@@ -23,9 +23,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
-from .index import Index, get_meta, set_meta, transaction
-from .sources import Source, SourceMessage, SourceReader, SourceSession
-from .tokenizer import index_text
+from project_history_recall.index.store import Index, get_meta, set_meta, transaction
+from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
+from project_history_recall.tokenizer import index_text
 
 MAX_ENTRY_CHARS = 32_000
 RESULT_HEAD_CHARS = 240

@@ -4,7 +4,7 @@ Every index *request* (the ``project_history_index`` tool, ``/recall index``,
 ``phr index``, the first automatic build) becomes a job with a record in
 ``<data_dir>/jobs/<id>.json``, written atomically, so any process can see what is
 running and how far it got. A job runs either here (a thread, or the caller's own
-thread) or as a detached subprocess (``python -m project_history_recall.jobs run
+thread) or as a detached subprocess (``python -m project_history_recall.services.jobs run
 --home H --job ID``) that survives the tool call and the process that started it.
 
 Two requests never start two writers: the check for a running job and the
@@ -29,14 +29,12 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .errors import RecallError, no_db
-from .locks import exclusive
-from .when import format_when
-
-if TYPE_CHECKING:
-    from .recall import Recall
+from project_history_recall.errors import RecallError, no_db
+from project_history_recall.locks import exclusive
+from project_history_recall.services.semantic import SemanticService
+from project_history_recall.services.workspace import Workspace
+from project_history_recall.when import format_when
 
 JOBS_DIR = "jobs"
 LAST_REFRESH_FILE = "last_refresh.json"
@@ -246,10 +244,10 @@ def last_refresh(data_dir: Path) -> dict | None:
 class _Runner:
     """Runs one job's refresh and keeps its record current (progress, heartbeat)."""
 
-    def __init__(self, recall: Recall, store: JobStore, job: Job,
+    def __init__(self, workspace: Workspace, store: JobStore, job: Job,
                  progress: Callable[[int, int], None] | None = None,
                  embed_progress: Callable[[int, int], None] | None = None) -> None:
-        self.recall, self.store, self.job, self.progress = recall, store, job, progress
+        self.workspace, self.store, self.job, self.progress = workspace, store, job, progress
         self.embed_progress = embed_progress
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -278,14 +276,14 @@ class _Runner:
         beat = threading.Thread(target=self._heartbeat, name=f"phr-job-heartbeat-{job.id}", daemon=True)
         beat.start()
         try:
-            report = self.recall.refresh(force=job.force, progress=self._on_progress, lock_timeout=JOB_LOCK_WAIT)
+            report = self.workspace.refresh(force=job.force, progress=self._on_progress, lock_timeout=JOB_LOCK_WAIT)
             job.report = report.as_dict()
             job.done = job.total = max(job.total, report.sessions_updated)
             record_refresh(self.store.data_dir, job.report, job.reason)
             # Vectors after the keyword index, so search is useful from the first phase on. The
             # automatic first build stops at keywords: searches start the embedding worker.
             if job.reason != "auto_build":
-                job.report["embedding"] = self.recall.embed(progress=self.embed_progress)
+                job.report["embedding"] = SemanticService(self.workspace).embed(progress=self.embed_progress)
             job.state = "done"
         except RecallError as exc:
             job.state, job.error = "failed", exc.as_dict()
@@ -302,18 +300,18 @@ class _Runner:
         return job
 
 
-def _spawn(recall: Recall, job: Job) -> int:
+def _spawn(workspace: Workspace, job: Job) -> int:
     """Start the detached child; it outlives this call and this process."""
-    env = dict(os.environ, HERMES_HOME=str(recall.home.root))
-    log = open(recall.home.data_dir / JOBS_DIR / f"{job.id}.log", "ab")  # noqa: SIM115 - handed to the child
+    env = dict(os.environ, HERMES_HOME=str(workspace.home.root))
+    log = open(workspace.home.data_dir / JOBS_DIR / f"{job.id}.log", "ab")  # noqa: SIM115 - handed to the child
     try:
         kwargs: dict = {"start_new_session": True} if os.name != "nt" else {
             "creationflags": getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
                 subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
         child = subprocess.Popen(
-            [sys.executable, "-m", "project_history_recall.jobs", "run", "--home", str(recall.home.root),
+            [sys.executable, "-m", "project_history_recall.services.jobs", "run", "--home", str(workspace.home.root),
              "--job", job.id],
-            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=str(recall.home.root),
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=str(workspace.home.root),
             env=env, close_fds=True, **kwargs,
         )
     finally:
@@ -322,7 +320,7 @@ def _spawn(recall: Recall, job: Job) -> int:
     return child.pid
 
 
-def start(recall: Recall, *, force: bool = False, reason: str = "tool", detach: bool = False,
+def start(workspace: Workspace, *, force: bool = False, reason: str = "tool", detach: bool = False,
           run_in_thread: bool = True) -> tuple[Job, bool]:
     """Start an index job unless one is running; returns ``(job, started)``.
 
@@ -330,7 +328,7 @@ def start(recall: Recall, *, force: bool = False, reason: str = "tool", detach: 
     daemon thread (``run_in_thread``) or not at all yet (the caller then calls
     :func:`run_here` itself, as ``phr index`` does to show a progress bar).
     """
-    store = JobStore(recall.home.data_dir)
+    store = JobStore(workspace.home.data_dir)
     _reap()
     with store.start_lock():
         running = store.active()
@@ -344,29 +342,30 @@ def start(recall: Recall, *, force: bool = False, reason: str = "tool", detach: 
         store.prune()
         if detach:
             try:
-                job.pid = _spawn(recall, job)
+                job.pid = _spawn(workspace, job)
             except OSError:
                 # No way to start a process here (a frozen host?): run it in this one instead.
                 job.detached, job.pid = False, os.getpid()
                 _finished_here[job.id] = threading.Event()
                 store.write(job)
-                threading.Thread(target=_Runner(recall, store, job).run, name=f"phr-job-{job.id}", daemon=True).start()
+                runner = _Runner(workspace, store, job)
+                threading.Thread(target=runner.run, name=f"phr-job-{job.id}", daemon=True).start()
                 return job, True
             store.write(job)  # the child waits for the start lock before it writes, so this is not lost
         elif run_in_thread:
-            threading.Thread(target=_Runner(recall, store, job).run, name=f"phr-job-{job.id}", daemon=True).start()
+            threading.Thread(target=_Runner(workspace, store, job).run, name=f"phr-job-{job.id}", daemon=True).start()
     return job, True
 
 
-def run_here(recall: Recall, job: Job, progress: Callable[[int, int], None] | None = None,
+def run_here(workspace: Workspace, job: Job, progress: Callable[[int, int], None] | None = None,
              embed_progress: Callable[[int, int], None] | None = None) -> Job:
     """Run a started (not threaded, not detached) job in the caller's thread."""
-    return _Runner(recall, JobStore(recall.home.data_dir), job, progress, embed_progress).run()
+    return _Runner(workspace, JobStore(workspace.home.data_dir), job, progress, embed_progress).run()
 
 
-def wait(recall: Recall, job: Job, timeout: float) -> Job:
+def wait(workspace: Workspace, job: Job, timeout: float) -> Job:
     """The job's record once it finished, or as it stands after ``timeout`` seconds."""
-    store = JobStore(recall.home.data_dir)
+    store = JobStore(workspace.home.data_dir)
     deadline = time.monotonic() + max(0.0, timeout)
     event = _finished_here.get(job.id)
     if event is not None:
@@ -384,12 +383,12 @@ def wait(recall: Recall, job: Job, timeout: float) -> Job:
         time.sleep(min(0.05, left))
 
 
-def pending_sessions(recall: Recall, force: bool = False) -> tuple[int, int]:
+def pending_sessions(workspace: Workspace, force: bool = False) -> tuple[int, int]:
     """Sessions in Hermes's database, and how many of them a refresh would (re)read:
     all with ``force``, else the new ones and those whose messages changed."""
-    with recall.source.read() as reader:
+    with workspace.source.read() as reader:
         source = reader.signatures()
-    conn = None if force else recall.index.connect_readonly()
+    conn = None if force else workspace.index.connect_readonly()
     if conn is None:
         return len(source), len(source)
     try:
@@ -399,7 +398,7 @@ def pending_sessions(recall: Recall, force: bool = False) -> tuple[int, int]:
     return len(source), sum(1 for sid, (_, content) in source.items() if mirror.get(sid) != content)
 
 
-def request_index(recall: Recall, *, force: bool = False, reason: str = "tool", budget: float | None = None,
+def request_index(workspace: Workspace, *, force: bool = False, reason: str = "tool", budget: float | None = None,
                   large: int | None = None) -> dict:
     """The index tool and ``/recall index``: build or refresh within ``budget`` seconds.
 
@@ -408,35 +407,35 @@ def request_index(recall: Recall, *, force: bool = False, reason: str = "tool", 
     Either way a job still running when the budget ends keeps going, and
     ``status`` reports its progress. A request while a job runs reports that job.
     """
-    if not recall.source.exists():
-        raise no_db(recall.home.state_db)
-    store = JobStore(recall.home.data_dir)
+    if not workspace.source.exists():
+        raise no_db(workspace.home.state_db)
+    store = JobStore(workspace.home.data_dir)
     running = store.active()
     if running is not None:
         return job_payload(running, already_running=True)
     budget = TOOL_BUDGET if budget is None else budget
-    _, pending = pending_sessions(recall, force)
+    _, pending = pending_sessions(workspace, force)
     background = pending > (LARGE_HISTORY if large is None else large)
-    job, started = start(recall, force=force, reason=reason, detach=background)
+    job, started = start(workspace, force=force, reason=reason, detach=background)
     if not started:
         return job_payload(job, already_running=True)
-    job = wait(recall, job, min(budget, BACKGROUND_GLANCE) if background else budget)
+    job = wait(workspace, job, min(budget, BACKGROUND_GLANCE) if background else budget)
     payload = job_payload(job)
     payload["pending_sessions"] = pending
     return payload
 
 
-def run_in_foreground(recall: Recall, *, force: bool = False, reason: str = "cli",
+def run_in_foreground(workspace: Workspace, *, force: bool = False, reason: str = "cli",
                       progress: Callable[[int, int], None] | None = None,
                       embed_progress: Callable[[int, int], None] | None = None) -> dict:
     """``phr index``: run the job in this thread (a progress bar can follow it); a job
     already running elsewhere is reported instead."""
-    if not recall.source.exists():
-        raise no_db(recall.home.state_db)
-    job, started = start(recall, force=force, reason=reason, run_in_thread=False)
+    if not workspace.source.exists():
+        raise no_db(workspace.home.state_db)
+    job, started = start(workspace, force=force, reason=reason, run_in_thread=False)
     if not started:
         return job_payload(job, already_running=True)
-    return job_payload(run_here(recall, job, progress, embed_progress))
+    return job_payload(run_here(workspace, job, progress, embed_progress))
 
 
 def job_payload(job: Job, *, already_running: bool = False) -> dict:
@@ -460,22 +459,21 @@ def job_payload(job: Job, *, already_running: bool = False) -> dict:
 
 
 def _run_child(home_path: str, job_id: str) -> int:
-    from .host import HermesHome
-    from .recall import Recall
+    from project_history_recall.hermes_home import HermesHome
 
-    recall = Recall(HermesHome(Path(home_path)))
-    store = JobStore(recall.home.data_dir)
+    workspace = Workspace(HermesHome(Path(home_path)))
+    store = JobStore(workspace.home.data_dir)
     with store.start_lock():  # the starter holds it until it has written our pid
         job = store.read(job_id)
         if job is None or job.finished:
             return 2
         job.pid = os.getpid()
         store.write(job)
-    return 0 if _Runner(recall, store, job).run().state == "done" else 1
+    return 0 if _Runner(workspace, store, job).run().state == "done" else 1
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m project_history_recall.jobs")
+    parser = argparse.ArgumentParser(prog="python -m project_history_recall.services.jobs")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one index job (started by the plugin)")
     run.add_argument("--home", required=True)

@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from .attribution import Environment, ExplicitProject, ProjectFolder
-from .settings import PLUGIN_NAME, Settings
+from project_history_recall.attribution import Environment, ExplicitProject, ProjectFolder
+from project_history_recall.settings import PLUGIN_NAME, Settings
 
 
 @dataclass(frozen=True)

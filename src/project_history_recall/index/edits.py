@@ -26,63 +26,40 @@ far more than the 20% the chain may add, for rounds nobody may ever look at.
 
 from __future__ import annotations
 
-import difflib
 import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import overload
 
-from .sources import SourceMessage
+from project_history_recall.index.diffs import (
+    MAX_PATCH_CHARS,
+    Hunk,
+    diff_hunks,
+    parse_unified,
+    parse_v4a,
+    render_patch,
+    split_v4a,
+    whole_file_patch,
+)
+from project_history_recall.index.symbols import hunks_symbol, symbol_from_text
+from project_history_recall.sources import SourceMessage
 
 EDIT_TOOLS = ("patch", "write_file")
+
+
 SAID_CHARS = 300
+
+
 MAX_TEXT_CHARS = 200_000
-MAX_PATCH_CHARS = 100_000
+
+
+
 
 # (raw path, the tool's result text or None, path is repo-relative) -> (relative path, absolute path or None).
 # The result is passed whole because the paths Hermes reports in it (:func:`result_paths`)
 # are worth reading only for a relative path the placer has not seen yet.
 Placer = Callable[[str, str | None, bool], tuple[str, str | None]]
-
-
-@dataclass(frozen=True)
-class Hunk:
-    """One ``@@`` hunk: its header line, git's function context (or the V4A hint), and
-    its lines with their ``' '``/``'-'``/``'+'`` prefixes."""
-
-    header: str
-    funcname: str
-    lines: tuple[str, ...]
-
-    def side(self, keep: str) -> list[str]:
-        return [line[1:] for line in self.lines if line[:1] in (" ", keep)]
-
-    @property
-    def old(self) -> list[str]:
-        return self.side("-")
-
-    @property
-    def new(self) -> list[str]:
-        return self.side("+")
-
-    @property
-    def changed(self) -> list[str]:
-        return [line for line in self.lines if line[:1] in ("-", "+")]
-
-    def text(self) -> str:
-        return "\n".join((self.header, *self.lines))
-
-
-@dataclass(frozen=True)
-class FileDiff:
-    old_path: str | None
-    new_path: str | None
-    hunks: tuple[Hunk, ...]
-
-    @property
-    def path(self) -> str | None:
-        return self.new_path or self.old_path
 
 
 @dataclass(slots=True)
@@ -104,11 +81,15 @@ class Edit:
     said_message_id: int | None = None
 
 
-# -- tool results ---------------------------------------------------------------
-
 _HEAD_SUCCESS = re.compile(r'^\s*\{\s*"success"\s*:\s*(true|false)')
+
+
 _HEAD_WRITE = re.compile(r'^\s*\{\s*"bytes_written"\s*:\s*\d+')
+
+
 _PATH_KEYS = ('"resolved_path": ', '"files_modified": ', '"files_created": ', '"files_deleted": ')
+
+
 _DECODER = json.JSONDecoder()
 
 
@@ -245,318 +226,6 @@ def resolved_path(result: str) -> str | None:
     return value
 
 
-# -- unified diffs --------------------------------------------------------------
-
-_DIFF_GIT = re.compile(r"^diff --git (\S+) (\S+)\s*$")
-_HUNK = re.compile(r"^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@ ?(.*)$")
-_V4A_HUNK = re.compile(r"^@@(?:\s*(.*?)\s*@@)?\s*$")
-_GIT_HEADERS = ("index ", "old mode", "new mode", "deleted file mode", "new file mode", "similarity index",
-                "dissimilarity index", "rename from", "rename to", "copy from", "copy to", "Binary files")
-
-
-def _diff_path(value: str) -> str | None:
-    value = value.split("\t", 1)[0].strip()
-    if value == "/dev/null" or not value:
-        return None
-    return value[2:] if value.startswith(("a/", "b/")) else value
-
-
-def _read_hunks(lines: list[str], i: int) -> tuple[list[Hunk], int]:
-    """Hunks from ``lines[i]`` on, each consumed by the counts in its header, so a diff
-    quoted in prose ends where its numbers say it does."""
-    hunks: list[Hunk] = []
-    n = len(lines)
-    while i < n:
-        match = _HUNK.match(lines[i])
-        if not match:
-            loose = _V4A_HUNK.match(lines[i])
-            if not loose:
-                break
-            j = i + 1
-            while j < n and lines[j][:1] in (" ", "-", "+") and not lines[j].startswith(("--- ", "+++ ")):
-                j += 1
-            hunks.append(Hunk(lines[i], (loose.group(1) or "").strip(), tuple(lines[i + 1 : j])))
-            i = j
-            continue
-        want_old = int(match.group(1)) if match.group(1) is not None else 1
-        want_new = int(match.group(2)) if match.group(2) is not None else 1
-        body: list[str] = []
-        j, got_old, got_new = i + 1, 0, 0
-        while j < n and (got_old < want_old or got_new < want_new):
-            line = lines[j] or " "  # chat text often drops the space of a blank context line
-            mark = line[0]
-            if mark == "\\":
-                j += 1
-                continue
-            if mark not in " -+":
-                break
-            got_old += mark in " -"
-            got_new += mark in " +"
-            body.append(line)
-            j += 1
-        if got_old < want_old or got_new < want_new:
-            break
-        while j < n and lines[j].startswith("\\"):
-            j += 1
-        hunks.append(Hunk(lines[i], match.group(3).strip(), tuple(body)))
-        i = j
-    return hunks, i
-
-
-def parse_unified(text: str) -> list[FileDiff]:
-    """Every file section of a unified diff in ``text``: ``diff --git`` blocks, and bare
-    ``---``/``+++`` sections (what Hermes's tools return). Malformed hunks end a section."""
-    lines = text.splitlines()
-    files: list[FileDiff] = []
-    i, n = 0, len(lines)
-    while i < n:
-        git = _DIFF_GIT.match(lines[i])
-        bare = lines[i].startswith("--- ") and i + 1 < n and lines[i + 1].startswith("+++ ")
-        if not (git or bare):
-            i += 1
-            continue
-        old_path = new_path = None
-        if git:
-            old_path, new_path = _diff_path(git.group(1)), _diff_path(git.group(2))
-            i += 1
-            while i < n and lines[i].startswith(_GIT_HEADERS):
-                if lines[i].startswith("deleted file mode"):
-                    new_path = None
-                elif lines[i].startswith("new file mode"):
-                    old_path = None
-                i += 1
-        if i + 1 < n and lines[i].startswith("--- ") and lines[i + 1].startswith("+++ "):
-            old_path, new_path = _diff_path(lines[i][4:]), _diff_path(lines[i + 1][4:])
-            i += 2
-        hunks, i = _read_hunks(lines, i)
-        if hunks and (old_path or new_path):
-            files.append(FileDiff(old_path, new_path, tuple(hunks)))
-    return files
-
-
-def render_patch(path: str, hunks: Sequence[Hunk], *, old: str | None = "a", new: str | None = "b") -> str:
-    head = f"--- {old + '/' + path if old else '/dev/null'}\n+++ {new + '/' + path if new else '/dev/null'}"
-    return "\n".join([head, *(h.text() for h in hunks)])[:MAX_PATCH_CHARS]
-
-
-def diff_hunks(old_text: str, new_text: str) -> list[Hunk]:
-    """Hunks of a :mod:`difflib` unified diff between two texts (3 lines of context)."""
-    lines = list(difflib.unified_diff(old_text.splitlines(), new_text.splitlines(), "a", "b", lineterm=""))
-    hunks, _ = _read_hunks(lines[2:], 0)
-    return hunks
-
-
-def whole_file_patch(path: str, content: str, *, base_known: bool) -> tuple[str, list[Hunk]]:
-    """A write whose previous content is not (yet) known: every line added, saying so."""
-    lines = content.splitlines()
-    hunk = Hunk(f"@@ -0,0 +1,{len(lines)} @@", "", tuple("+" + line for line in lines))
-    old = None if base_known else "a"
-    patch = render_patch(path, [hunk], old=old)
-    if not base_known:
-        patch = patch.replace(f"--- a/{path}", f"--- a/{path} (previous content unknown)", 1)
-    return patch, [hunk]
-
-
-# -- symbols --------------------------------------------------------------------
-
-_MODIFIERS = (r"(?:(?:export|default|public|private|protected|internal|static|async|abstract|final|override|"
-              r"virtual|inline|extern|unsafe|sealed|pub(?:\([^)]*\))?)\s+)*")
-_DEFINITION = re.compile(
-    r"^(?P<indent>[ \t]*)" + _MODIFIERS
-    + r"(?P<kw>def|class|function\*?|func|fn|interface|struct|enum|trait|impl|type|module)\s+"
-    r"(?:\([^)]*\)\s*)?(?P<name>[A-Za-z_$][\w$]*)")
-_ARROW = re.compile(
-    r"^(?P<indent>[ \t]*)(?:export\s+)?(?:const|let|var)\s+(?P<name>[A-Za-z_$][\w$]*)\s*(?::[^=]+)?=\s*"
-    r"(?:async\s+)?(?:function\b|\([^)]*\)\s*(?::[^=]+)?=>|[A-Za-z_$][\w$]*\s*=>)")
-_METHOD = re.compile(
-    r"^(?P<indent>[ \t]*)" + _MODIFIERS + r"(?:[\w<>\[\],.?*&]+\s+)*(?P<name>[A-Za-z_$][\w$]*)\s*\([^;]*\)"
-    r"\s*(?:(?:->|:)\s*[^{;]+|throws\s+[\w., ]+|const|noexcept)?\s*\{\s*$")
-_NOT_METHODS = frozenset({"if", "for", "while", "switch", "catch", "return", "else", "do", "try", "with", "elif",
-                          "when", "match", "foreach", "using", "lock", "synchronized", "new", "sizeof"})
-_CONTAINERS = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "module", "type"})
-_CALLABLE = re.compile(r"([A-Za-z_$][\w$]*)\s*\(")
-
-
-@dataclass(frozen=True)
-class Definition:
-    name: str
-    indent: int
-    container: bool
-
-
-def _indent(line: str) -> int:
-    expanded = line.expandtabs(4)
-    return len(expanded) - len(expanded.lstrip())
-
-
-def definition(line: str) -> Definition | None:
-    """The function or class ``line`` opens, if it opens one."""
-    match = _DEFINITION.match(line)
-    if match:
-        return Definition(match.group("name"), _indent(line), match.group("kw") in _CONTAINERS)
-    match = _ARROW.match(line) or _METHOD.match(line)
-    if match and match.group("name") not in _NOT_METHODS:
-        return Definition(match.group("name"), _indent(line), False)
-    return None
-
-
-def symbol_from_text(text: str) -> str | None:
-    """A name from git's hunk function context or a V4A ``@@ hint @@``."""
-    text = text.strip()
-    if not text:
-        return None
-    found = definition(text)
-    if found:
-        return found.name
-    match = _CALLABLE.search(text)
-    return match.group(1) if match and match.group(1) not in _NOT_METHODS else None
-
-
-def enclosing(lines: Sequence[str], index: int) -> str | None:
-    """The function or class that line ``index`` is part of: the line itself when it opens
-    one, else the nearest preceding definition indented less (qualified by its class)."""
-    if not 0 <= index < len(lines):
-        return None
-    target = lines[index]
-    if target.lstrip().startswith("@"):  # a decorator belongs to the definition below it
-        for line in lines[index + 1 : index + 6]:
-            found = definition(line)
-            if found:
-                return _qualify(lines, index, found)
-    found = definition(target)
-    if found:
-        return _qualify(lines, index, found)
-    indent = _indent(target) if target.strip() else None
-    for j in range(index - 1, -1, -1):
-        found = definition(lines[j])
-        if found and (indent is None or found.indent < indent):
-            return _qualify(lines, j, found)
-    return None
-
-
-def _qualify(lines: Sequence[str], index: int, found: Definition) -> str:
-    if found.container or found.indent == 0:
-        return found.name
-    for j in range(index - 1, -1, -1):
-        outer = definition(lines[j])
-        if outer and outer.indent < found.indent:
-            return f"{outer.name}.{found.name}" if outer.container else found.name
-    return found.name
-
-
-def hunk_symbol(hunk: Hunk) -> str | None:
-    """Where a hunk is: what its first change sits in (from its own lines), else git's
-    function context, else a definition among the changed lines."""
-    body = [line[1:] for line in hunk.lines]
-    marks = [line[:1] for line in hunk.lines]
-    changed = [i for i, m in enumerate(marks) if m in "-+"]
-    first = next((i for i in changed if body[i].strip()), changed[0] if changed else None)
-    if first is not None:
-        before = [body[i] for i in range(first) if marks[i] != "+"]
-        found = enclosing([*before, body[first]], len(before))
-        if found:
-            return found
-    hinted = symbol_from_text(hunk.funcname)
-    if hinted:
-        return hinted
-    for i in changed:
-        opened = definition(body[i])
-        if opened:
-            return opened.name
-    return None
-
-
-def hunks_symbol(hunks: Sequence[Hunk]) -> str | None:
-    return next((s for s in (hunk_symbol(h) for h in hunks) if s), None)
-
-
-def symbol_at(file_text: str, anchor: str) -> str | None:
-    """The definition around the one place ``anchor`` occurs in ``file_text`` (None when it
-    occurs nowhere or more than once: a guess would be worse than nothing)."""
-    anchor = anchor.strip("\n")
-    if not anchor.strip() or file_text.count(anchor) != 1:
-        return None
-    start = file_text.index(anchor)
-    lines = file_text.splitlines()
-    first = file_text.count("\n", 0, start)
-    offset = next((k for k, line in enumerate(anchor.splitlines()) if line.strip()), 0)
-    return enclosing(lines, first + offset)
-
-
-def changed_line_symbol(old_text: str, new_text: str) -> str | None:
-    """For a whole-file write with a known previous version: where its first change is."""
-    new_lines = new_text.splitlines()
-    matcher = difflib.SequenceMatcher(None, old_text.splitlines(), new_lines, autojunk=False)
-    for tag, _i1, _i2, j1, j2 in matcher.get_opcodes():
-        if tag == "equal":
-            continue
-        index = next((j for j in range(j1, j2) if new_lines[j].strip()), j1)
-        return enclosing(new_lines, min(index, len(new_lines) - 1)) if new_lines else None
-    return None
-
-
-# -- V4A ------------------------------------------------------------------------
-
-# The operation headers of tools/patch_parser.py, in the same forms.
-_V4A_OP = re.compile(r"^\*\*\*\s*(Update|Add|Delete|Move)\s+File:\s*(.+)$", re.MULTILINE)
-_V4A_END = re.compile(r"^.*\*\*\*\s*End Patch.*$", re.MULTILINE)
-
-
-def split_v4a(text: str) -> list[tuple[str, str, str]]:
-    """``(kind, path, section)`` per operation of a V4A patch, each section a V4A patch of
-    its own (header and hunks), cut on the headers Hermes's parser matches. Cheap: the
-    hunks are read only when the history is asked for."""
-    end = _V4A_END.search(text)
-    body = text[: end.start()] if end else text
-    heads = list(_V4A_OP.finditer(body))
-    ops = []
-    for i, head in enumerate(heads):
-        stop = heads[i + 1].start() if i + 1 < len(heads) else len(body)
-        path = head.group(2).strip()
-        if head.group(1) == "Move":
-            continue
-        ops.append((head.group(1).lower(), path, body[head.start() : stop].rstrip("\n")))
-    return ops
-
-
-@dataclass(frozen=True)
-class V4AOp:
-    kind: str  # update | add | delete | move
-    path: str
-    hunks: tuple[Hunk, ...]
-    content: str | None = None
-
-
-def parse_v4a(text: str) -> list[V4AOp] | None:
-    """The operations of a V4A patch as Hermes's own parser reads them (None when it
-    cannot: then nothing is shown rather than a guess)."""
-    try:
-        from tools.patch_parser import parse_v4a_patch
-    except Exception:
-        return None
-    try:
-        operations, error = parse_v4a_patch(text)
-    except Exception:
-        return None
-    if error:
-        return None
-    ops = []
-    for op in operations:
-        kind = str(op.operation.value)
-        hunks = tuple(
-            Hunk(f"@@ {h.context_hint} @@" if h.context_hint else "@@", h.context_hint or "",
-                 tuple(f"{line.prefix}{line.content}" for line in h.lines))
-            for h in op.hunks)
-        content = None
-        if kind == "add":
-            content = "\n".join(line[1:] for h in hunks for line in h.lines if line.startswith("+"))
-        ops.append(V4AOp(kind, str(op.file_path), hunks, content))
-    return ops
-
-
-# -- rendering (query time) ---------------------------------------------------------
-
-
 @dataclass(frozen=True)
 class Rendered:
     """An edit made readable: its patch and hunks, where it is (``symbol``), text to find
@@ -602,9 +271,6 @@ def render_edit(form: str, path: str, raw: str | None, old_text: str | None, new
     hunks = op.hunks if op else ()
     symbol = next((s for s in (symbol_from_text(h.funcname) for h in hunks) if s), None) or hunks_symbol(hunks)
     return Rendered(render_patch(path, hunks), hunks, symbol, None if symbol else _new_side(hunks))
-
-
-# -- the extraction (index time) ------------------------------------------------------
 
 
 def string_argument(arguments: str, key: str) -> str | None:

@@ -14,19 +14,19 @@ from pathlib import Path
 
 import yaml
 
-from .host import HermesHome
-from .settings import PLUGIN_NAME
+from project_history_recall.hermes_home import HermesHome
+from project_history_recall.settings import PLUGIN_NAME
 
 SHIM = '''"""Loads the installed project-history-recall package (written by `phr install`)."""
 
-from project_history_recall.plugin import register  # noqa: F401
+from project_history_recall.faces.hermes.plugin import register  # noqa: F401
 '''
 
 
 def install(home: HermesHome) -> dict:
     folder = home.data_dir
     folder.mkdir(parents=True, exist_ok=True)
-    manifest = resources.files("project_history_recall").joinpath("plugin.yaml").read_text(encoding="utf-8")
+    manifest = resources.files(__package__ or "").joinpath("plugin.yaml").read_text(encoding="utf-8")
     (folder / "plugin.yaml").write_text(manifest, encoding="utf-8")
     (folder / "__init__.py").write_text(SHIM, encoding="utf-8")
     enabled = enable_in_config(home.config_path)

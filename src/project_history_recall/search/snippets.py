@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from .tokenizer import QueryPlan, normalize
+from project_history_recall.tokenizer import QueryPlan, normalize
 
 SNIPPET_CHARS = 260
 MARK_OPEN, MARK_CLOSE = "**", "**"

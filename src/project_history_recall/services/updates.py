@@ -34,8 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .jobs import read_json, write_json_atomic
-from .settings import Settings
+from project_history_recall.services.jobs import read_json, write_json_atomic
+from project_history_recall.settings import Settings
 
 PACKAGE = "project-history-recall"
 DEFAULT_INDEX = "https://pypi.org/simple"
@@ -49,7 +49,7 @@ _ANCHOR = re.compile(r"<a\s([^>]*)>([^<]+)</a>", re.IGNORECASE)
 
 
 def _running_version() -> str:
-    from . import __version__
+    from project_history_recall import __version__
 
     return __version__
 

@@ -53,7 +53,7 @@ def _now_iso(now: float | None = None) -> str:
 
 
 def _norm_endpoint(endpoint: str) -> str:
-    from .embeddings.base import ProviderError, normalize_endpoint
+    from project_history_recall.embeddings.base import ProviderError, normalize_endpoint
 
     text = (endpoint or "").strip()
     if not text:

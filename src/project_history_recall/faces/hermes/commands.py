@@ -24,9 +24,9 @@ import shlex
 from collections.abc import Callable
 from typing import Any
 
-from . import freshness, humanize
-from .errors import RecallError
-from .tokenizer import scrub
+from project_history_recall.errors import RecallError
+from project_history_recall.faces import humanize
+from project_history_recall.tokenizer import scrub
 
 logger = logging.getLogger(__name__)
 
@@ -75,7 +75,7 @@ def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
             force = "--force" in rest or "-f" in rest
             return humanize.index(recall.request_index(force=force, reason="command", budget=COMMAND_WAIT)), recall
         if sub == "search":
-            payload = freshness.answer(recall, lambda: recall.search(" ".join(rest), session_id=session_id, cwd=cwd,
+            payload = recall.answer(lambda: recall.search(" ".join(rest), session_id=session_id, cwd=cwd,
                                                                      limit=SEARCH_LIMIT))
             return humanize.search(payload), recall
         if sub == "consent":
@@ -84,11 +84,10 @@ def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
                                      revoke="revoke" in words_)
             return humanize.consent(payload), recall
         if sub == "projects":
-            return humanize.projects(freshness.answer(
-                recall, lambda: recall.projects(session_id=session_id, cwd=cwd))), recall
+            return humanize.projects(recall.answer(lambda: recall.projects(session_id=session_id, cwd=cwd))), recall
         scope = "all" if any(w.lower() in ("all", "--all") for w in rest) else "project"
-        return humanize.timeline(freshness.answer(
-            recall, lambda: recall.timeline(session_id=session_id, cwd=cwd, scope=scope))), recall
+        timeline = recall.answer(lambda: recall.timeline(session_id=session_id, cwd=cwd, scope=scope))
+        return humanize.timeline(timeline), recall
     except RecallError as exc:
         return humanize.error(exc.as_dict()), recall
 

@@ -1,259 +1,44 @@
-"""The coding scene: how a file's code evolved across sessions (seed 003, issue 5).
+"""The coding scene's read side: how a file's code evolved across sessions (seed 003).
 
-Write side: :class:`ChainExtension` is an :class:`~project_history_recall.indexer.IndexExtension`.
-For every session the indexer re-syncs it replaces that session's rows in ``edits``
-with what :func:`~project_history_recall.chain_extract.extract_edits` finds, in the
-same transaction, so the chain is never out of step with the keyword index.
-
-Read side: :func:`code_history` (library), :func:`code_history_for` (what the
-``project_code_history`` tool and ``phr code-history`` call) and
-:func:`chain_summary` (the opt-in ``chain`` block of search results). Nothing about
-projects is stored with an edit: which sessions count is decided at query time by
-:func:`~project_history_recall.search.compute_scope`, and an edit's branch is its
-session's branch, read from ``sessions``.
+:func:`code_history` answers the ``project_code_history`` tool and ``phr code-history``;
+:func:`chain_summary` is the opt-in ``chain`` block of search results. Nothing about
+projects is stored with an edit: which sessions count is the caller's scope, decided
+at query time, and an edit's branch is its session's branch, read from ``sessions``.
+The rows are written by :mod:`project_history_recall.index.edit_phase`.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
 
-from .chain_extract import (
-    Edit,
-    Hints,
-    Hunk,
-    changed_line_symbol,
-    definition,
-    diff_hunks,
-    extract_edits,
-    render_edit,
-    render_patch,
-    resolved_path,
-    result_paths,
-    symbol_at,
-)
-from .errors import bad_argument
-from .paths import path_key, relative_to
-from .search import compute_scope
-from .sources import SourceMessage, SourceSession
-from .tokenizer import index_tokens, matched_units, plan_query
-from .when import format_when
+from project_history_recall.index.diffs import Hunk, diff_hunks, render_patch
+from project_history_recall.index.edit_phase import clean_relative
+from project_history_recall.index.edits import render_edit
+from project_history_recall.index.symbols import changed_line_symbol, definition, symbol_at
+from project_history_recall.paths import path_key
+from project_history_recall.tokenizer import index_tokens, matched_units, plan_query
+from project_history_recall.when import format_when
 
 DEFAULT_BUDGET_CHARS = 6000
+
+
 MIN_PATCH_CHARS = 300
+
+
 MAX_FILE_BYTES = 2_000_000
+
+
 DEFAULT_LIMIT = 10
+
+
 MAX_LIMIT = 50
+
+
 MAX_CANDIDATES = 20
-PLACEMENT_MEMORY = 50_000
-
-Toplevel = Callable[[str], str | None]
-
-CODE_HISTORY_SCHEMA: dict[str, Any] = {
-    "name": "project_code_history",
-    "description": (
-        "How one file's code evolved across past sessions of THIS project: every recorded edit "
-        "(patch, write_file, or a diff shown in a reply), oldest first, each with the user's words "
-        "that asked for it, the branch, the enclosing function or class, the patch, and an "
-        "@session: link. The last round says whether that version is still in the file. Use for "
-        "'why is X like this', 'what did we try for this function', 'which version did we keep'."
-    ),
-    "parameters": {
-        "type": "object",
-        "properties": {
-            "path": {
-                "type": "string",
-                "description": "The file: a path relative to the repo ('src/app/search.py'), or a fragment "
-                               "of one ('search.py').",
-            },
-            "symbol": {"type": "string", "description": "Only edits of this function or class."},
-            "query": {"type": "string", "description": "Only edits whose request or patch mention these words."},
-            "branch": {
-                "type": "string",
-                "description": "Only edits made on this git branch (edits on unknown branches stay).",
-            },
-            "limit": {
-                "type": "integer",
-                "default": DEFAULT_LIMIT,
-                "description": f"Most recent rounds to return (default {DEFAULT_LIMIT}, max {MAX_LIMIT}).",
-            },
-        },
-        "required": ["path"],
-    },
-}
-
-
-# -- write side -----------------------------------------------------------------
-
-
-def git_toplevel(cwd: str) -> str | None:
-    """The checkout ``cwd`` is in (a linked worktree's own folder, not the main repo), via
-    Hermes's probe: repo-relative paths must be relative to the checkout the edit was in."""
-    try:
-        from tui_gateway import git_probe as hermes_git
-
-        return hermes_git.repo_root(cwd) or None
-    except Exception:
-        return None
-
-
-@dataclass
-class Placement:
-    """Where a session's edits land: its cwd, its checkout and the (common) repo root."""
-
-    cwd: str | None
-    checkout: str | None
-    repo_root: str | None
-    _prefixes: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
-
-    def roots(self) -> list[str]:
-        return [r for r in dict.fromkeys((self.checkout, self.repo_root)) if r]
-
-    def _candidates(self) -> tuple[str, ...]:
-        """Checkout first (a worktree may sit inside the main repo), then the repo, then
-        the cwd (outside any repo), each as a normalised ``prefix/``."""
-        if self._prefixes is None:
-            roots = (*self.roots(), *([self.cwd] if self.cwd else []))
-            self._prefixes = tuple(os.path.normpath(r).rstrip("/") + "/" for r in roots)
-        return self._prefixes
-
-    def place(self, raw: str, hints: Sequence[str], repo_relative: bool) -> tuple[str, str | None]:
-        """``raw`` relative to the checkout (``/`` separators), and the absolute path when known.
-
-        A relative path is anchored where Hermes says it wrote (``resolved_path``), else at
-        the session's cwd. Outside every root it stays as given (still matched by suffix)."""
-        raw = raw.strip()
-        if repo_relative:
-            rel = _clean_relative(raw)
-            base = self.checkout or self.repo_root
-            return rel, os.path.join(base, rel) if base else None
-        absolute: str | None = None
-        if os.path.isabs(raw):
-            absolute = os.path.normpath(raw)
-        else:
-            absolute = next(iter(hints), None)
-            if absolute is None or not absolute.endswith("/" + raw):  # the usual case: the path as given
-                absolute = None
-                tail = "/" + _clean_relative(raw)
-                for hint in hints:
-                    if hint.endswith(tail) or path_key(hint).endswith(tail):
-                        absolute = hint
-                        break
-            if absolute is None and self.cwd:
-                absolute = os.path.normpath(os.path.join(self.cwd, raw))
-        if absolute is None:
-            return _clean_relative(raw), None
-        if "\\" not in absolute:  # the common case, without normalising anything again
-            for prefix in self._candidates():
-                if absolute.startswith(prefix):
-                    return absolute[len(prefix):], absolute
-        for root in (*self.roots(), *([self.cwd] if self.cwd else [])):
-            inside = _relative(absolute, root)
-            if inside:
-                return inside, absolute
-        return (_clean_relative(raw) if not os.path.isabs(raw) else path_key(absolute)), absolute
-
-
-_PLAIN_RELATIVE = re.compile(r"^(?![./])(?:[\w\-. ]+/)*[\w\-. ]+$")
-
-
-def _clean_relative(path: str) -> str:
-    if "/." not in path and _PLAIN_RELATIVE.match(path):  # nothing to normalise (the usual case)
-        return path
-    key = path_key(path.replace("\\", "/"))
-    while key.startswith("./"):
-        key = key[2:]
-    return key
-
-
-def _relative(path: str, root: str) -> str | None:
-    rel = relative_to(path_key(path), path_key(root))
-    if rel is None:
-        rel = relative_to(path_key(os.path.realpath(path)), path_key(os.path.realpath(root)))
-    return rel or None
-
-
-class ChainExtension:
-    """Keeps ``edits`` in step with the index (see :class:`~project_history_recall.indexer.IndexExtension`)."""
-
-    def __init__(self, toplevel: Toplevel = git_toplevel) -> None:
-        self.toplevel = toplevel
-        self._checkouts: dict[str, str | None] = {}
-        # (cwd, checkout, repo root, path as given, repo-relative, resolved path) -> placement:
-        # sessions in one repo edit the same files, and placing is pure given those.
-        self._placed: dict[tuple[str | None, str | None, str | None, str, bool, str | None],
-                           tuple[str, str | None]] = {}
-
-    def _checkout(self, cwd: str | None) -> str | None:
-        if not cwd or not os.path.isdir(cwd):
-            return None
-        if cwd not in self._checkouts:
-            self._checkouts[cwd] = self.toplevel(cwd)
-        return self._checkouts[cwd]
-
-    def session_written(self, conn: sqlite3.Connection, session: SourceSession, messages: list[SourceMessage],
-                        repo_root: str | None, branch: str | None) -> None:
-        placement = Placement(session.cwd, None, repo_root)
-        edits = extract_edits(messages, _LazyCheckout(self, placement).place)
-        if repo_root:  # where the edit landed is stored only when the repo root does not say it
-            prefix = os.path.join(repo_root, "")
-            for edit in edits:
-                if edit.abs_path and edit.abs_path == prefix + edit.path:
-                    edit.abs_path = None
-        if edits:
-            conn.executemany(
-                "INSERT INTO edits(session_id, message_id, seq, timestamp, path, abs_path, form, old_text, new_text, "
-                "raw, said, said_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(session.id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text,
-                  e.raw, e.said, e.said_message_id) for e in edits],
-            )
-
-    def session_deleted(self, conn: sqlite3.Connection, session_id: str) -> None:
-        conn.execute("DELETE FROM edits WHERE session_id = ?", (session_id,))
-
-    def cleared(self, conn: sqlite3.Connection) -> None:
-        conn.execute("DELETE FROM edits")
-
-
-if TYPE_CHECKING:
-    from .indexer import IndexExtension
-
-    _protocol_check: IndexExtension = ChainExtension()
-
-
-class _LazyCheckout:
-    """The :data:`~project_history_recall.chain_extract.Placer` for one session: probes the
-    checkout only when an edit needs placing (most sessions have none), and remembers
-    placements in the extension, since sessions edit the same few files again and again."""
-
-    def __init__(self, extension: ChainExtension, placement: Placement) -> None:
-        self.extension = extension
-        self.placement = placement
-        self.probed = False
-
-    def place(self, raw: str, result: str | None, repo_relative: bool) -> tuple[str, str | None]:
-        first = resolved_path(result) if result and not repo_relative else None
-        if not self.probed:
-            self.placement.checkout = self.extension._checkout(self.placement.cwd)
-            self.probed = True
-        p = self.placement
-        key = (p.cwd, p.checkout, p.repo_root, raw, repo_relative, first)
-        known = self.extension._placed
-        placed = known.get(key)
-        if placed is not None:
-            return placed
-        placed = p.place(raw, Hints(result, first) if result else (), repo_relative)
-        # Remembered only when no other reported path could have decided it.
-        if repo_relative or placed[1] == first or os.path.isabs(raw.strip()) or not result_paths(result):
-            if len(known) >= PLACEMENT_MEMORY:
-                known.clear()
-            known[key] = placed
-        return placed
 
 
 def _read_text(path: str) -> str | None:
@@ -264,9 +49,6 @@ def _read_text(path: str) -> str | None:
             return handle.read()
     except OSError:
         return None
-
-
-# -- read side ------------------------------------------------------------------
 
 
 @dataclass
@@ -325,7 +107,7 @@ def match_paths(candidates: Sequence[tuple[str, str | None]], fragment: str) -> 
     """The recorded paths ``fragment`` names, best tier only: the exact path, then paths
     ending in it (segment-wise), then an absolute path equal to or ending in one, then
     files under a folder of that name."""
-    frag = _clean_relative(fragment.strip())
+    frag = clean_relative(fragment.strip())
     if not frag:
         return []
     absolute = os.path.isabs(fragment.strip())
@@ -569,43 +351,3 @@ def chain_summary(conn: sqlite3.Connection, session_id: str, message_id: int | N
     if len(rows) > 1:
         summary["other_files"] = len(rows) - 1
     return summary
-
-
-def code_history_for(recall: Any, session_id: str | None, path: object, *, cwd: str | None = None,
-                     symbol: object = None, query: object = None, branch: object = None, limit: object = None,
-                     budget_chars: int = DEFAULT_BUDGET_CHARS) -> dict:
-    """:func:`code_history` for the project of ``session_id`` (or of ``cwd``), like
-    ``Recall.search``: refresh, resolve the asker, scope. The asking session's own edits
-    count (the chain is about the file, not about other conversations)."""
-    from .recall import _clamped_int, _optional_text, _require_text
-
-    text = _require_text(path, "path")
-    symbol_text = _optional_text(symbol, "symbol")
-    query_text = _optional_text(query, "query")
-    branch_text = _optional_text(branch, "branch")
-    count = _clamped_int(limit, "limit", DEFAULT_LIMIT, 1, MAX_LIMIT)
-    if budget_chars < MIN_PATCH_CHARS:
-        raise bad_argument(f"budget_chars must be at least {MIN_PATCH_CHARS}")
-    conn = recall.fresh_reader()
-    try:
-        resolver = recall.resolver()
-        asker = recall.asker(conn, resolver, session_id, cwd)
-        base = {"success": True, "path": text, "project": asker.identity.as_dict()}
-        if asker.identity.is_home:
-            return {**base, "rounds": [], "total_rounds": 0, "message": asker.home_message}
-        scope = compute_scope(conn, resolver, asker.identity, None, branch=branch_text)
-        result = code_history(conn, scope.session_ids, text, symbol=symbol_text, query=query_text,
-                              branch=branch_text, budget_chars=budget_chars, limit=count)
-        return {**base, **result}
-    finally:
-        conn.close()
-
-
-__all__ = [
-    "CODE_HISTORY_SCHEMA",
-    "ChainExtension",
-    "Edit",
-    "chain_summary",
-    "code_history",
-    "code_history_for",
-]

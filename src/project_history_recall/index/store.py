@@ -15,9 +15,9 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .errors import RecallError
-from .locks import exclusive
-from .tokenizer import FTS_TOKENIZE, TOKENIZER_VERSION
+from project_history_recall.errors import RecallError
+from project_history_recall.locks import exclusive
+from project_history_recall.tokenizer import FTS_TOKENIZE, TOKENIZER_VERSION
 
 INDEX_FILENAME = "index.db"
 

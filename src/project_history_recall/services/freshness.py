@@ -4,7 +4,7 @@ Three moments, all automatic (``auto_index: false`` turns all off, ``auto_build:
 false`` only the first build):
 
 - first use with no index: the build starts as a job. A history of up to
-  :data:`~project_history_recall.jobs.LARGE_HISTORY` sessions builds in this
+  :data:`~project_history_recall.services.jobs.LARGE_HISTORY` sessions builds in this
   process (a thread), a larger one in a detached job; the caller waits at most
   :data:`FIRST_BUILD_WAIT` seconds. A small history is normally done by then and
   the search answers; otherwise the face says honestly that the index is being
@@ -26,16 +26,14 @@ import logging
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from . import jobs
-from .errors import RecallError, no_db
+from project_history_recall.errors import RecallError, no_db
+from project_history_recall.services import jobs
 
 if TYPE_CHECKING:
-    from collections.abc import Callable
-
-    from .indexer import RefreshReport
-    from .recall import Recall
+    from project_history_recall.index.indexer import RefreshReport
+    from project_history_recall.services.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +71,9 @@ _workers: dict[str, _Worker] = {}
 _workers_lock = threading.Lock()
 
 
-def _refresh_worker(recall: Recall) -> _Worker:
+def _refresh_worker(workspace: Workspace) -> _Worker:
     """The running incremental refresh of this index, or a new one."""
-    key = str(recall.index.path)
+    key = str(workspace.index.path)
     with _workers_lock:
         worker = _workers.get(key)
         if worker is not None and worker.alive():
@@ -84,9 +82,9 @@ def _refresh_worker(recall: Recall) -> _Worker:
 
         def run() -> None:
             try:
-                worker.report = recall.refresh(lock_timeout=WORKER_LOCK_WAIT)
+                worker.report = workspace.refresh(lock_timeout=WORKER_LOCK_WAIT)
                 if worker.report.changed:
-                    jobs.record_refresh(recall.home.data_dir, worker.report.as_dict(), "incremental")
+                    jobs.record_refresh(workspace.home.data_dir, worker.report.as_dict(), "incremental")
             except BaseException as exc:  # handed to whoever waits
                 worker.error = exc
 
@@ -96,48 +94,48 @@ def _refresh_worker(recall: Recall) -> _Worker:
         return worker
 
 
-def _first_build(recall: Recall, wait: float) -> Freshness:
-    store = jobs.JobStore(recall.home.data_dir)
+def _first_build(workspace: Workspace, wait: float) -> Freshness:
+    store = jobs.JobStore(workspace.home.data_dir)
     job = store.active()
     if job is None:
-        with recall.source.read() as reader:
+        with workspace.source.read() as reader:
             total = len(reader.signatures())
-        job, _ = jobs.start(recall, reason="auto_build", detach=total > jobs.LARGE_HISTORY)
-    job = jobs.wait(recall, job, wait)
-    if job.state == "done" and recall.index.exists():
+        job, _ = jobs.start(workspace, reason="auto_build", detach=total > jobs.LARGE_HISTORY)
+    job = jobs.wait(workspace, job, wait)
+    if job.state == "done" and workspace.index.exists():
         return Freshness("fresh", job=job.as_dict(), report=job.report)
     if job.state == "failed" and job.error:
         raise RecallError(job.error.get("error", "the index build failed"), job.error.get("code", "internal"))
     return Freshness("building", job=job.as_dict())
 
 
-def ensure(recall: Recall, *, wait: float | None = None, first_wait: float | None = None) -> Freshness:
+def ensure(workspace: Workspace, *, wait: float | None = None, first_wait: float | None = None) -> Freshness:
     """The check before every read; bounded by ``wait`` (``first_wait`` with no index yet)."""
     started = time.monotonic()
     wait = FRESH_WAIT if wait is None else wait
     first_wait = FIRST_BUILD_WAIT if first_wait is None else first_wait
-    if not recall.source.exists():
-        raise no_db(recall.home.state_db)
-    settings = recall.settings
+    if not workspace.source.exists():
+        raise no_db(workspace.home.state_db)
+    settings = workspace.settings
     if not settings.auto_index:
         return Freshness("manual")
-    if not recall.index.exists():
+    if not workspace.index.exists():
         if not settings.auto_build:
             return Freshness("manual")
-        fresh = _first_build(recall, first_wait)
+        fresh = _first_build(workspace, first_wait)
     else:
-        store = jobs.JobStore(recall.home.data_dir)
+        store = jobs.JobStore(workspace.home.data_dir)
         running = store.active()
         if running is not None:  # a job holds the writer: read what is there
             fresh = Freshness("updating", job=running.as_dict())
         else:
-            worker = _refresh_worker(recall)
+            worker = _refresh_worker(workspace)
             if worker.started < started and worker.thread is not None:
                 # It read state.db before this read began and may miss what was committed since:
                 # let it finish, then run one that starts after the question was asked.
                 worker.thread.join(max(0.0, wait))
                 if not worker.alive():
-                    worker = _refresh_worker(recall)
+                    worker = _refresh_worker(workspace)
             if worker.thread is not None:
                 worker.thread.join(max(0.0, wait - (time.monotonic() - started)))
             busy = isinstance(worker.error, RecallError) and worker.error.code == "index_busy"
@@ -155,30 +153,15 @@ def ensure(recall: Recall, *, wait: float | None = None, first_wait: float | Non
     return fresh
 
 
-def kick(recall: Recall) -> None:
+def kick(workspace: Workspace) -> None:
     """Start the background refresh (or first build) and return at once: the session-start hook."""
     try:
-        ensure(recall, wait=0.0, first_wait=0.0)
+        ensure(workspace, wait=0.0, first_wait=0.0)
     except Exception:
         logger.debug("project-history-recall: background refresh did not start", exc_info=True)
 
 
-def session_start_hook(recall_factory: Callable[[], Recall]) -> Callable[..., None]:
-    """``on_session_start`` callback: everything, even reading config, happens off the agent's thread."""
-
-    def run() -> None:
-        try:
-            kick(recall_factory())
-        except Exception:
-            logger.debug("project-history-recall: session-start refresh failed", exc_info=True)
-
-    def on_session_start(**_: Any) -> None:
-        threading.Thread(target=run, name="phr-session-start", daemon=True).start()
-
-    return on_session_start
-
-
-def building_payload(fresh: Freshness | None, manual: bool = False) -> dict:
+def building_payload(fresh: Freshness | None) -> dict:
     """The honest answer of a read while the first build is still running."""
     job = (fresh.job if fresh else None) or {}
     progress = f" ({job['progress']})" if job.get("progress") else ""
@@ -192,29 +175,4 @@ def building_payload(fresh: Freshness | None, manual: bool = False) -> dict:
     if job:
         payload["job_id"] = job.get("id")
         payload["job"] = job
-    return payload
-
-
-def answer(recall: Recall, fn: Callable[[], dict]) -> dict:
-    """Run a read and say how fresh its index was: ``building`` instead of a bare
-    ``no_index`` while the first build runs, ``updating`` when it read a stale index."""
-    try:
-        payload = fn()
-    except RecallError as exc:
-        fresh = recall.last_freshness
-        if exc.code != "no_index" or fresh is None:
-            raise
-        if fresh.state == "building":
-            return building_payload(fresh)
-        if fresh.state == "manual":
-            raise RecallError("the index is not built yet and automatic indexing is off: run "
-                              "project_history_index (or /recall index, phr index)", "no_index") from exc
-        raise
-    fresh = recall.last_freshness
-    if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
-        payload.setdefault("index_status", fresh.state)
-        if fresh.job:
-            payload.setdefault("job_id", fresh.job.get("id"))
-        if fresh.warning:
-            payload.setdefault("warning", fresh.warning)
     return payload

@@ -17,11 +17,11 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .attribution import ExplicitProject, Identity, Resolver
-from .errors import RecallError, not_found
-from .search import compute_scope, session_identities
-from .sources import SourceMessage
-from .when import format_when
+from project_history_recall.attribution import ExplicitProject, Identity, Resolver
+from project_history_recall.errors import RecallError, not_found
+from project_history_recall.search.scope import compute_scope, session_identities
+from project_history_recall.sources import SourceMessage
+from project_history_recall.when import format_when
 
 HEAD_ENTRIES = 20
 TAIL_ENTRIES = 10

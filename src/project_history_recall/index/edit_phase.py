@@ -1,0 +1,195 @@
+"""The edit chain's write side: the rows of ``edits``, from each session's messages.
+
+:class:`ChainExtension` is an :class:`~project_history_recall.index.indexer.IndexExtension`:
+for every session the indexer re-syncs it replaces that session's rows in ``edits``
+with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit
+landed is placed here (the checkout, the repo root, a path relative to either).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sqlite3
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from project_history_recall.index.edits import (
+    Hints,
+    extract_edits,
+    resolved_path,
+    result_paths,
+)
+from project_history_recall.paths import path_key, relative_to
+from project_history_recall.sources import SourceMessage, SourceSession
+
+PLACEMENT_MEMORY = 50_000
+
+
+Toplevel = Callable[[str], str | None]
+
+
+def git_toplevel(cwd: str) -> str | None:
+    """The checkout ``cwd`` is in (a linked worktree's own folder, not the main repo), via
+    Hermes's probe: repo-relative paths must be relative to the checkout the edit was in."""
+    try:
+        from tui_gateway import git_probe as hermes_git
+
+        return hermes_git.repo_root(cwd) or None
+    except Exception:
+        return None
+
+
+@dataclass
+class Placement:
+    """Where a session's edits land: its cwd, its checkout and the (common) repo root."""
+
+    cwd: str | None
+    checkout: str | None
+    repo_root: str | None
+    _prefixes: tuple[str, ...] | None = field(default=None, repr=False, compare=False)
+
+    def roots(self) -> list[str]:
+        return [r for r in dict.fromkeys((self.checkout, self.repo_root)) if r]
+
+    def _candidates(self) -> tuple[str, ...]:
+        """Checkout first (a worktree may sit inside the main repo), then the repo, then
+        the cwd (outside any repo), each as a normalised ``prefix/``."""
+        if self._prefixes is None:
+            roots = (*self.roots(), *([self.cwd] if self.cwd else []))
+            self._prefixes = tuple(os.path.normpath(r).rstrip("/") + "/" for r in roots)
+        return self._prefixes
+
+    def place(self, raw: str, hints: Sequence[str], repo_relative: bool) -> tuple[str, str | None]:
+        """``raw`` relative to the checkout (``/`` separators), and the absolute path when known.
+
+        A relative path is anchored where Hermes says it wrote (``resolved_path``), else at
+        the session's cwd. Outside every root it stays as given (still matched by suffix)."""
+        raw = raw.strip()
+        if repo_relative:
+            rel = clean_relative(raw)
+            base = self.checkout or self.repo_root
+            return rel, os.path.join(base, rel) if base else None
+        absolute: str | None = None
+        if os.path.isabs(raw):
+            absolute = os.path.normpath(raw)
+        else:
+            absolute = next(iter(hints), None)
+            if absolute is None or not absolute.endswith("/" + raw):  # the usual case: the path as given
+                absolute = None
+                tail = "/" + clean_relative(raw)
+                for hint in hints:
+                    if hint.endswith(tail) or path_key(hint).endswith(tail):
+                        absolute = hint
+                        break
+            if absolute is None and self.cwd:
+                absolute = os.path.normpath(os.path.join(self.cwd, raw))
+        if absolute is None:
+            return clean_relative(raw), None
+        if "\\" not in absolute:  # the common case, without normalising anything again
+            for prefix in self._candidates():
+                if absolute.startswith(prefix):
+                    return absolute[len(prefix):], absolute
+        for root in (*self.roots(), *([self.cwd] if self.cwd else [])):
+            inside = _relative(absolute, root)
+            if inside:
+                return inside, absolute
+        return (clean_relative(raw) if not os.path.isabs(raw) else path_key(absolute)), absolute
+
+
+_PLAIN_RELATIVE = re.compile(r"^(?![./])(?:[\w\-. ]+/)*[\w\-. ]+$")
+
+
+def clean_relative(path: str) -> str:
+    if "/." not in path and _PLAIN_RELATIVE.match(path):  # nothing to normalise (the usual case)
+        return path
+    key = path_key(path.replace("\\", "/"))
+    while key.startswith("./"):
+        key = key[2:]
+    return key
+
+
+def _relative(path: str, root: str) -> str | None:
+    rel = relative_to(path_key(path), path_key(root))
+    if rel is None:
+        rel = relative_to(path_key(os.path.realpath(path)), path_key(os.path.realpath(root)))
+    return rel or None
+
+
+class ChainExtension:
+    """Keeps ``edits`` in step with the index (see :class:`~project_history_recall.index.indexer.IndexExtension`)."""
+
+    def __init__(self, toplevel: Toplevel = git_toplevel) -> None:
+        self.toplevel = toplevel
+        self._checkouts: dict[str, str | None] = {}
+        # (cwd, checkout, repo root, path as given, repo-relative, resolved path) -> placement:
+        # sessions in one repo edit the same files, and placing is pure given those.
+        self._placed: dict[tuple[str | None, str | None, str | None, str, bool, str | None],
+                           tuple[str, str | None]] = {}
+
+    def _checkout(self, cwd: str | None) -> str | None:
+        if not cwd or not os.path.isdir(cwd):
+            return None
+        if cwd not in self._checkouts:
+            self._checkouts[cwd] = self.toplevel(cwd)
+        return self._checkouts[cwd]
+
+    def session_written(self, conn: sqlite3.Connection, session: SourceSession, messages: list[SourceMessage],
+                        repo_root: str | None, branch: str | None) -> None:
+        placement = Placement(session.cwd, None, repo_root)
+        edits = extract_edits(messages, _LazyCheckout(self, placement).place)
+        if repo_root:  # where the edit landed is stored only when the repo root does not say it
+            prefix = os.path.join(repo_root, "")
+            for edit in edits:
+                if edit.abs_path and edit.abs_path == prefix + edit.path:
+                    edit.abs_path = None
+        if edits:
+            conn.executemany(
+                "INSERT INTO edits(session_id, message_id, seq, timestamp, path, abs_path, form, old_text, new_text, "
+                "raw, said, said_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [(session.id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text,
+                  e.raw, e.said, e.said_message_id) for e in edits],
+            )
+
+    def session_deleted(self, conn: sqlite3.Connection, session_id: str) -> None:
+        conn.execute("DELETE FROM edits WHERE session_id = ?", (session_id,))
+
+    def cleared(self, conn: sqlite3.Connection) -> None:
+        conn.execute("DELETE FROM edits")
+
+
+if TYPE_CHECKING:
+    from project_history_recall.index.indexer import IndexExtension
+
+    _protocol_check: IndexExtension = ChainExtension()
+
+
+class _LazyCheckout:
+    """The :data:`~project_history_recall.index.edits.Placer` for one session: probes the
+    checkout only when an edit needs placing (most sessions have none), and remembers
+    placements in the extension, since sessions edit the same few files again and again."""
+
+    def __init__(self, extension: ChainExtension, placement: Placement) -> None:
+        self.extension = extension
+        self.placement = placement
+        self.probed = False
+
+    def place(self, raw: str, result: str | None, repo_relative: bool) -> tuple[str, str | None]:
+        first = resolved_path(result) if result and not repo_relative else None
+        if not self.probed:
+            self.placement.checkout = self.extension._checkout(self.placement.cwd)
+            self.probed = True
+        p = self.placement
+        key = (p.cwd, p.checkout, p.repo_root, raw, repo_relative, first)
+        known = self.extension._placed
+        placed = known.get(key)
+        if placed is not None:
+            return placed
+        placed = p.place(raw, Hints(result, first) if result else (), repo_relative)
+        # Remembered only when no other reported path could have decided it.
+        if repo_relative or placed[1] == first or os.path.isabs(raw.strip()) or not result_paths(result):
+            if len(known) >= PLACEMENT_MEMORY:
+                known.clear()
+            known[key] = placed
+        return placed

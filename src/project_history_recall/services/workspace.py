@@ -1,0 +1,91 @@
+"""One Hermes home's storage, and who is asking: what every service is handed.
+
+A :class:`Workspace` bundles the parts that belong together for one home — its
+settings, our index, Hermes's ``state.db`` as a source, the indexer that keeps
+the first in step with the second — and answers the two questions every read
+starts with: which projects exist (:meth:`Workspace.resolver`) and which project
+the asking session is in (:meth:`Workspace.asker`).
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from dataclasses import dataclass
+
+from project_history_recall.attribution import HOME, Identity, Resolver
+from project_history_recall.errors import RecallError, no_db
+from project_history_recall.hermes_home import HermesHome
+from project_history_recall.index.edit_phase import ChainExtension
+from project_history_recall.index.indexer import Indexer, Probe, Progress, RefreshReport, git_probe
+from project_history_recall.index.store import Index
+from project_history_recall.settings import Settings
+from project_history_recall.sources.hermes import HermesSource
+
+NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
+HOME_CONTEXT = "No project context: this session is in Home (no project), so there is nothing to search"
+
+
+@dataclass(frozen=True)
+class Asker:
+    """The session a question comes from, and the project it resolves to."""
+
+    session_id: str | None
+    cwd: str | None
+    repo_root: str | None
+    branch: str | None
+    identity: Identity
+
+    @property
+    def home_message(self) -> str:
+        """Why a Home session has nothing to search (seed 000's wording when there is no cwd)."""
+        return NO_PROJECT_CONTEXT if not (self.cwd or self.repo_root) else HOME_CONTEXT
+
+
+class Workspace:
+    def __init__(self, home: HermesHome, *, probe: Probe = git_probe, settings: Settings | None = None) -> None:
+        self.home = home
+        self.settings = settings or home.settings()
+        self.probe = probe
+        self.index = Index(home.data_dir)
+        self.source = HermesSource(home.state_db)
+        self.indexer = Indexer(self.index, self.source, probe, extensions=[ChainExtension()])
+
+    def refresh(self, *, force: bool = False, progress: Progress | None = None,
+                lock_timeout: float = 10.0) -> RefreshReport:
+        if not self.source.exists():
+            raise no_db(self.home.state_db)
+        return self.indexer.refresh(force=force, progress=progress, lock_timeout=lock_timeout)
+
+    def resolver(self) -> Resolver:
+        return Resolver(self.home.load_projects(), self.home.environment())
+
+    def asker(self, conn: sqlite3.Connection | None, resolver: Resolver, session_id: str | None,
+              cwd: str | None) -> Asker:
+        """The asking session from the index (``conn``), else from Hermes's row, else ``cwd``
+        (the process's own folder when neither a session nor a cwd is given)."""
+        row = None
+        if session_id and conn is not None:
+            row = conn.execute("SELECT cwd, repo_root, branch FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is not None:
+            cwd, root, branch = row["cwd"], row["repo_root"], row["branch"]
+        else:
+            root = branch = None
+            if session_id and conn is None:
+                cwd, root, branch = self._hermes_row(session_id, cwd)
+            if cwd is None and not session_id:
+                cwd = os.getcwd()
+            if cwd and root is None:
+                root, branch = self.probe(cwd)
+        identity = resolver.resolve(cwd, root) if cwd or root else HOME
+        return Asker(session_id, cwd, root, branch, identity)
+
+    def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None, str | None]:
+        if not self.source.exists():
+            return cwd, None, None
+        try:
+            with self.source.read() as reader:
+                row = reader.sessions([session_id]).get(session_id)
+        except RecallError:
+            row = None
+        return (row.cwd, row.git_repo_root, row.git_branch) if row is not None else (cwd, None, None)
