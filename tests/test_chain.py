@@ -430,3 +430,32 @@ def test_bad_arguments_are_refused(small):
         with pytest.raises(RecallError) as caught:
             recall.code_history(bad.pop("path"), session_id="ask", **bad)
         assert caught.value.code == "bad_argument"
+
+
+def test_the_edit_chain_is_its_own_phase_after_the_keyword_commit(small, monkeypatch):
+    """The keyword index is committed before the edit phase starts: a failing edit phase
+    leaves keyword search whole, and the next refresh resumes the chain where it stopped."""
+    from project_history_recall.index.edit_phase import EditPhase
+
+    h, _, _ = small
+    recall = h.recall()
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the edit phase was interrupted")
+
+    monkeypatch.setattr(EditPhase, "_write", broken)
+    with pytest.raises(RuntimeError):
+        recall.refresh()
+    conn = recall.index.connect_readonly()
+    try:
+        keyword = [r[0] for r in conn.execute(
+            "SELECT DISTINCT session_id FROM entries WHERE text LIKE '%configurable%'")]
+        assert keyword == ["a"] and conn.execute("SELECT COUNT(*) FROM edits").fetchone()[0] == 0
+    finally:
+        conn.close()
+    monkeypatch.undo()
+    report = recall.refresh()
+    assert report.phases["edits"]["sessions"] >= 1 and report.sessions_updated == 0
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
+    assert recall.refresh(force=True).phases["edits"]["sessions"] == 2
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]

@@ -1,13 +1,15 @@
 """The edit chain's write side: the rows of ``edits``, from each session's messages.
 
-:class:`ChainExtension` is an :class:`~project_history_recall.index.indexer.IndexExtension`:
-for every session the indexer re-syncs it replaces that session's rows in ``edits``
-with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit
-landed is placed here (the checkout, the repo root, a path relative to either).
+:class:`EditPhase` is an :class:`~project_history_recall.index.indexer.IndexPhase`: after
+the keyword phase has committed, it replaces the rows in ``edits`` of every session whose
+messages changed with what :func:`~project_history_recall.index.edits.extract_edits`
+finds. Where an edit landed is placed here (the checkout, the repo root, a path relative
+to either).
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import sqlite3
@@ -16,13 +18,15 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from project_history_recall.index.edits import (
+    EDIT_TOOLS,
     Hints,
     extract_edits,
     resolved_path,
     result_paths,
 )
+from project_history_recall.index.store import transaction
 from project_history_recall.paths import path_key, relative_to
-from project_history_recall.sources import SourceMessage, SourceSession
+from project_history_recall.sources import SourceMessage, SourceReader
 
 PLACEMENT_MEMORY = 50_000
 
@@ -117,8 +121,31 @@ def _relative(path: str, root: str) -> str | None:
     return rel or None
 
 
-class ChainExtension:
-    """Keeps ``edits`` in step with the index (see :class:`~project_history_recall.index.indexer.IndexExtension`)."""
+#: Sessions whose edits are stale: new, re-read by the keyword phase since, or never extracted.
+_STALE_SQL = (
+    "SELECT s.id, s.cwd, s.repo_root, s.content_signature FROM sessions s "
+    "LEFT JOIN edit_state e ON e.session_id = s.id "
+    "WHERE e.content_signature IS NOT s.content_signature ORDER BY s.started_at"
+)
+#: Of those, the ones that may hold an edit: an edit tool call, or a diff in a reply. Only
+#: they are read again from the source.
+_EDITING_SQL = (
+    "SELECT DISTINCT session_id FROM entries WHERE session_id IN (SELECT value FROM json_each(?)) "
+    f"AND ((kind = 'tool_call' AND tool_name IN ({', '.join(repr(t) for t in EDIT_TOOLS)})) "
+    "OR (kind = 'assistant' AND instr(text, 'diff --git') > 0))"
+)
+BATCH_SESSIONS = 200
+
+
+class EditPhase:
+    """The edit chain as its own indexing phase, after the keyword index is committed (as
+    vectors are): keyword indexing never pays for it, and a search never waits for it.
+
+    ``edit_state`` remembers which content signature each session's edits were extracted
+    from, so an interrupted phase resumes where it stopped, and a session's old rows stay
+    until its new ones replace them (in one transaction per batch)."""
+
+    name = "edits"
 
     def __init__(self, toplevel: Toplevel = git_toplevel) -> None:
         self.toplevel = toplevel
@@ -135,10 +162,30 @@ class ChainExtension:
             self._checkouts[cwd] = self.toplevel(cwd)
         return self._checkouts[cwd]
 
-    def session_written(self, conn: sqlite3.Connection, session: SourceSession, messages: list[SourceMessage],
-                        repo_root: str | None, branch: str | None) -> None:
-        placement = Placement(session.cwd, None, repo_root)
-        edits = extract_edits(messages, _LazyCheckout(self, placement).place)
+    def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
+        """Bring ``edits`` in step with the sessions the index holds; returns how many
+        sessions were looked at."""
+        with transaction(conn):
+            if force:
+                conn.execute("DELETE FROM edit_state")
+            conn.execute("DELETE FROM edits WHERE session_id NOT IN (SELECT id FROM sessions)")
+            conn.execute("DELETE FROM edit_state WHERE session_id NOT IN (SELECT id FROM sessions)")
+        stale = conn.execute(_STALE_SQL).fetchall()
+        for start in range(0, len(stale), BATCH_SESSIONS):
+            batch = stale[start : start + BATCH_SESSIONS]
+            editing = {r[0] for r in conn.execute(_EDITING_SQL, (json.dumps([row["id"] for row in batch]),))}
+            with transaction(conn):
+                for row in batch:
+                    conn.execute("DELETE FROM edits WHERE session_id = ?", (row["id"],))
+                    if row["id"] in editing:
+                        self._write(conn, row["id"], row["cwd"], row["repo_root"], reader.messages(row["id"]))
+                    conn.execute("INSERT OR REPLACE INTO edit_state(session_id, content_signature) VALUES (?, ?)",
+                                 (row["id"], row["content_signature"]))
+        return len(stale)
+
+    def _write(self, conn: sqlite3.Connection, session_id: str, cwd: str | None, repo_root: str | None,
+               messages: list[SourceMessage]) -> None:
+        edits = extract_edits(messages, _LazyCheckout(self, Placement(cwd, None, repo_root)).place)
         if repo_root:  # where the edit landed is stored only when the repo root does not say it
             prefix = os.path.join(repo_root, "")
             for edit in edits:
@@ -148,21 +195,15 @@ class ChainExtension:
             conn.executemany(
                 "INSERT INTO edits(session_id, message_id, seq, timestamp, path, abs_path, form, old_text, new_text, "
                 "raw, said, said_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(session.id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text,
+                [(session_id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text,
                   e.raw, e.said, e.said_message_id) for e in edits],
             )
 
-    def session_deleted(self, conn: sqlite3.Connection, session_id: str) -> None:
-        conn.execute("DELETE FROM edits WHERE session_id = ?", (session_id,))
-
-    def cleared(self, conn: sqlite3.Connection) -> None:
-        conn.execute("DELETE FROM edits")
-
 
 if TYPE_CHECKING:
-    from project_history_recall.index.indexer import IndexExtension
+    from project_history_recall.index.indexer import IndexPhase
 
-    _protocol_check: IndexExtension = ChainExtension()
+    _protocol_check: IndexPhase = EditPhase()
 
 
 class _LazyCheckout:
@@ -170,7 +211,7 @@ class _LazyCheckout:
     checkout only when an edit needs placing (most sessions have none), and remembers
     placements in the extension, since sessions edit the same few files again and again."""
 
-    def __init__(self, extension: ChainExtension, placement: Placement) -> None:
+    def __init__(self, extension: EditPhase, placement: Placement) -> None:
         self.extension = extension
         self.placement = placement
         self.probed = False

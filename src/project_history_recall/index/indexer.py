@@ -20,7 +20,7 @@ import sqlite3
 import tempfile
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from project_history_recall.index.store import Index, get_meta, set_meta, transaction
@@ -35,16 +35,16 @@ Probe = Callable[[str], tuple[str | None, str | None]]
 Progress = Callable[[int, int], None]
 
 
-class IndexExtension(Protocol):
-    """Something more the indexer derives from each session, in the same transaction
-    (the edit chain is one). ``repo_root`` and ``branch`` are the effective ones."""
+class IndexPhase(Protocol):
+    """Work derived from what the keyword phase wrote (the edit chain is one), run after that
+    phase has committed, with the same consistent read of the source: keyword indexing never
+    pays for it. A phase keeps its own bookkeeping, so an interrupted one resumes."""
 
-    def session_written(self, conn: sqlite3.Connection, session: SourceSession, messages: list[SourceMessage],
-                        repo_root: str | None, branch: str | None) -> None: ...
+    name: str
 
-    def session_deleted(self, conn: sqlite3.Connection, session_id: str) -> None: ...
-
-    def cleared(self, conn: sqlite3.Connection) -> None: ...
+    def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
+        """Returns how many sessions it looked at."""
+        ...
 
 
 def git_probe(cwd: str) -> tuple[str | None, str | None]:
@@ -80,6 +80,10 @@ class RefreshReport:
     entries_written: int = 0
     seconds: float = 0.0
     full: bool = False
+    #: The keyword phase alone; ``seconds`` is the whole refresh, later phases included.
+    keyword_seconds: float = 0.0
+    #: ``{phase name: {"sessions": n, "seconds": s}}`` for the phases after the keyword one.
+    phases: dict = field(default_factory=dict)
     #: Whether state.db was compared with the index at all (not when its change marker
     #: said nothing was committed since the last refresh).
     compared: bool = True
@@ -157,11 +161,11 @@ _unchanged: dict[str, tuple[str, int]] = {}
 
 class Indexer:
     def __init__(self, index: Index, source: Source, probe: Probe = git_probe,
-                 extensions: Iterable[IndexExtension] = ()) -> None:
+                 phases: Iterable[IndexPhase] = ()) -> None:
         self.index = index
         self.source = source
         self.probe = probe
-        self.extensions = list(extensions)
+        self.phases = list(phases)
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
@@ -184,6 +188,12 @@ class Indexer:
                 else:
                     with self.source.read() as reader:
                         report = self._refresh(conn, reader, force, progress)
+                        report.keyword_seconds = round(time.perf_counter() - started, 4)
+                        for phase in self.phases:
+                            phase_started = time.perf_counter()
+                            sessions = phase.run(conn, reader, force=force)
+                            report.phases[phase.name] = {
+                                "sessions": sessions, "seconds": round(time.perf_counter() - phase_started, 4)}
                     if marker is not None:
                         with transaction(conn):
                             set_meta(conn, "source_marker", marker)
@@ -264,8 +274,6 @@ class Indexer:
         conn.execute("DELETE FROM entries")
         conn.execute("DELETE FROM sessions")
         conn.execute("DELETE FROM probes")
-        for extension in self.extensions:
-            extension.cleared(conn)
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
@@ -282,11 +290,7 @@ class Indexer:
             self._insert_entries(conn, sid, entries)
             report.entries_written += len(entries)
             last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
-            repo_root, branch = self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
-            for extension in self.extensions:
-                if sid in known:
-                    extension.session_deleted(conn, sid)
-                extension.session_written(conn, sessions[sid], messages, repo_root, branch)
+            self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == len(ids)):
                 progress(done, len(ids))
@@ -319,8 +323,6 @@ class Indexer:
     def _delete_session(self, conn: sqlite3.Connection, sid: str) -> None:
         self._delete_entries(conn, sid)
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        for extension in self.extensions:
-            extension.session_deleted(conn, sid)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
         old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
@@ -340,7 +342,7 @@ class Indexer:
         )
 
     def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
-                        entry_count: int, last_active: float) -> tuple[str | None, str | None]:
+                        entry_count: int, last_active: float) -> None:
         repo_root, branch = self._effective_git(conn, session)
         conn.execute(
             "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
@@ -352,7 +354,6 @@ class Indexer:
              session.title, int(session.archived), int(session.hidden), message_count, entry_count,
              last_active, session.signature, session.content_signature, time.time()),
         )
-        return repo_root, branch
 
     def _effective_git(self, conn: sqlite3.Connection, session: SourceSession) -> tuple[str | None, str | None]:
         """The repo root and branch that attribution uses.

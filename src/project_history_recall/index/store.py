@@ -82,11 +82,11 @@ CREATE INDEX chunks_fingerprint_session ON chunks(model_fingerprint, session_id)
 CREATE INDEX chunks_hash ON chunks(content_hash, model_fingerprint)
 """
 
-# The coding scene (seed 003, written by chain.ChainExtension): one row per recorded edit
+# The coding scene (seed 003, written by index.edit_phase): one row per recorded edit
 # of one file. ``path`` is relative to the checkout the edit was made in, ``abs_path`` is
 # where it landed when known (for "is it still in the file"). ``raw`` is the edit's raw
 # material (Hermes's diff, the V4A section, a quoted diff): patches and symbols are made
-# from it at query time (see chain_extract.render_edit). No project identity and no
+# from it at query time (see index.edits.render_edit). No project identity and no
 # branch here: both come from ``sessions`` at query time. ``said``/``said_message_id``
 # are the user's words that asked for the edit. The UPDATE makes the next refresh re-read
 # every session, so an index built before this table gets its edits too.
@@ -111,10 +111,18 @@ CREATE INDEX edits_session ON edits(session_id, message_id);
 UPDATE sessions SET content_signature = ''
 """
 
-REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits"})
+# The edit chain became its own phase after the keyword index (issue 13): which content
+# signature each session's edits were extracted from. Empty after this migration, so the
+# next refresh extracts every session's edits once more (the rows there stay until replaced).
+_V4 = """
+CREATE TABLE edit_state (session_id TEXT PRIMARY KEY, content_signature TEXT NOT NULL)
+"""
+
+REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
+                             "edit_state"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4]
 
 
 def schema_version() -> int:

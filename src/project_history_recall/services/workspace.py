@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from project_history_recall.attribution import HOME, Identity, Resolver
 from project_history_recall.errors import RecallError, no_db
 from project_history_recall.hermes_home import HermesHome
-from project_history_recall.index.edit_phase import ChainExtension
+from project_history_recall.index.edit_phase import EditPhase
 from project_history_recall.index.indexer import Indexer, Probe, Progress, RefreshReport, git_probe
 from project_history_recall.index.store import Index
 from project_history_recall.settings import Settings
@@ -49,7 +49,7 @@ class Workspace:
         self.probe = probe
         self.index = Index(home.data_dir)
         self.source = HermesSource(home.state_db)
-        self.indexer = Indexer(self.index, self.source, probe, extensions=[ChainExtension()])
+        self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
