@@ -130,7 +130,8 @@ def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
                 path = out_dir / f"{evalset.name}.{model}.json"
                 path.write_text(json.dumps(record, ensure_ascii=False), encoding="utf-8")
                 print(f"{path}: {len(record['queries'])} queries; build {meta['build_seconds']} s, index "
-                      f"{meta['index_seconds']} s, embed {meta['embed_seconds']} s, queries {record['query_seconds']} s",
+                      f"{meta['index_seconds']} s, embed {meta['embed_seconds']} s, "
+                      f"queries {record['query_seconds']} s",
                       flush=True)
                 paths.append(path)
         finally:
@@ -287,7 +288,7 @@ def rule_lib_hybrid(f: Features, w: float = 0.5) -> list[str]:
         n = len(keys)
         return {k: 1.0 - i / n for i, k in enumerate(keys)}, {k: i + 1 for i, k in enumerate(keys)}
 
-    nk, rk = rank_norm(kw)
+    nk, _ = rank_norm(kw)
     ns, _ = rank_norm(sem)
     hits = []
     for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}:
@@ -729,7 +730,8 @@ def study(tune: Sequence[str], heldout: Sequence[str], model: str, out_json: Pat
             for s, qs in sets.items():
                 if isinstance(fn, tuple):
                     _, w, beta = fn
-                    show = (lambda f, sid, w=w, beta=beta, m=messages[s]: shown_window(f, sid, w, beta, m))
+                    def show(f, sid, w=w, beta=beta, m=messages[s]):
+                        return shown_window(f, sid, w, beta, m)
                 else:
                     show = fn
                 res[s] = evaluate(qs, ranker, k, show, messages[s]).get("messages")

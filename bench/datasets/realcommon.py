@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import subprocess
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 OUT_DIR = Path(__file__).resolve().parents[1] / "out" / "real"
@@ -26,7 +26,7 @@ def stable_hash(*parts: object) -> int:
 
 def session_id(started_at: float, *parts: object) -> str:
     """A Hermes-style id ``YYYYMMDD_HHMMSS_xxxxxx`` (UTC), unique through the hashed parts."""
-    stamp = datetime.fromtimestamp(started_at, tz=timezone.utc).strftime("%Y%m%d_%H%M%S")
+    stamp = datetime.fromtimestamp(started_at, tz=UTC).strftime("%Y%m%d_%H%M%S")
     return f"{stamp}_{stable_hash(*parts) % 16**6:06x}"
 
 

@@ -43,7 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from .realcommon import MIRRORS, OUT_DIR, Snapshot, session_id, stable_hash, write_set
@@ -56,7 +56,7 @@ DAY = 86400.0
 
 
 def _when(text: str) -> float:
-    return datetime.strptime(text.strip(), "%d.%m.%Y, %H:%M:%S").replace(tzinfo=timezone.utc).timestamp()
+    return datetime.strptime(text.strip(), "%d.%m.%Y, %H:%M:%S").replace(tzinfo=UTC).timestamp()
 
 
 def _dia(text: str) -> str:

@@ -184,7 +184,7 @@ def convert(source: Path, out: Path, max_per_project: int | None, name: str) -> 
         per_project_queries[repo] = (asking["id"], queries)
         for s in kept:
             del s["_task"], s["_instance"]
-        sessions += kept + [asking]
+        sessions += [*kept, asking]
     repos = sorted(per_project_queries)
     for i, repo in enumerate(repos):
         asking_id, queries = per_project_queries[repo]
