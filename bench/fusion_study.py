@@ -577,12 +577,15 @@ def conf_features(f: Features, order: list[str]) -> dict[str, float]:
     cos = [c for _s, _m, c in f.sem]
     gap = f.s1 - statistics.median(cos) if cos else 0.0
     top_cos = max((c for s, _m, c in f.sem if s == top), default=min(cos, default=0.0))
+    matched = set().union(*f.units_by_session.values()) if f.units_by_session else set()
+    missing = 1.0 - len(matched) / len(f.q.units) if f.q.units else 1.0
     return {"cov": f.coverage(top) if top else 0.0, "s1": f.s1, "gap": gap, "top_cos": top_cos,
+            "missing": missing,
             "k1": f.k1, "k1_per_unit": f.k1 / max(1, len(f.q.units)), "margin": f.kw_margin,
             "n_units": len(f.q.units)}
 
 
-LOGIT_FEATURES = ("cov", "s1", "gap", "top_cos", "k1_per_unit", "margin")
+LOGIT_FEATURES = ("cov", "s1", "gap", "top_cos", "k1_per_unit", "margin", "missing")
 
 
 def fit_logistic(rows: list[dict], steps: int = 3000, lr: float = 0.1, l2: float = 1e-3):
