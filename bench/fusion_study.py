@@ -59,10 +59,13 @@ def collect(set_paths: Sequence[Path], model: str, out_dir: Path = OUT) -> list[
 
 
 def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
-    from project_history_recall.indexer import searchable_text
+    # NB: written against the pre-"rooms" API (main @ abd7b33: Recall.asker/resolver/provider/index);
+    # the import paths are today's, the Recall calls below still need porting before `collect` runs here.
+    from project_history_recall.index.indexer import searchable_text
     from project_history_recall.recall import Recall
-    from project_history_recall.search import Filters, compute_scope, keyword_hits, rank_keyword
-    from project_history_recall.semantic import semantic_hits
+    from project_history_recall.search.keyword import keyword_hits, rank_keyword
+    from project_history_recall.search.scope import Filters, compute_scope
+    from project_history_recall.search.semantic import semantic_hits
     from project_history_recall.settings import PLUGIN_NAME, Settings
     from project_history_recall.tokenizer import index_tokens, matched_units, plan_query
 
