@@ -234,7 +234,10 @@ def test_gated_properties(kw: dict[int, float], sem: dict[int, float], w: float,
 @given(kw=positive_maps, cov=st.floats(0, 1))
 def test_gated_without_semantic_is_keyword(kw: dict[int, float], cov: float) -> None:
     out = gated(kw, {}, dict.fromkeys(kw, cov))
-    assert [f.key for f in out] == ranking(kw)
+    assert sorted(f.key for f in out) == sorted(kw)
+    # keyword's order, up to scores too close to tell apart after normalisation
+    for a, b in itertools.pairwise(out):
+        assert kw[a.key] >= kw[b.key] or a.score == b.score
 
 
 def test_gated_arguments_and_limit() -> None:
