@@ -187,7 +187,18 @@ def rank_keyword(hits: list[Hit]) -> None:
         hit.score = hit.keyword_score
 
 
-def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> list[SessionResult]:
+def _units(hit: Hit, plan: QueryPlan, cache: dict[int, set[str]] | None) -> set[str]:
+    """The query units an entry matches (re-tokenizing is the cost, so ``cache`` keeps them per entry)."""
+    if cache is not None and hit.entry_id in cache:
+        return cache[hit.entry_id]
+    found = {u.label for u in matched_units(plan, index_tokens(searchable_text(hit.kind, hit.text)))}
+    if cache is not None:
+        cache[hit.entry_id] = found
+    return found
+
+
+def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
+                     units_cache: dict[int, set[str]] | None = None) -> list[SessionResult]:
     """One result per session, ranked by its best message, with credit for a session
     whose messages together cover more of the query (several strong messages beat one
     lucky word)."""
@@ -201,8 +212,7 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> lis
         for hit in hits:
             if hit.keyword_rank is None or hit.session_id not in leading:
                 continue
-            tokens = index_tokens(searchable_text(hit.kind, hit.text))
-            units_by_session[hit.session_id].update(u.label for u in matched_units(plan, tokens))
+            units_by_session[hit.session_id].update(_units(hit, plan, units_cache))
         reachable = set().union(*units_by_session.values()) if units_by_session else set()
         if reachable:
             coverage = {sid: len(u) / len(reachable) for sid, u in units_by_session.items()}
@@ -224,15 +234,15 @@ def _message_key(hit: Hit) -> tuple[str, int | str]:
     return (hit.session_id, hit.message_id if hit.message_id is not None else f"entry:{hit.entry_id}")
 
 
-def session_coverage(hits: list[Hit], plan: QueryPlan, session_id: str) -> float:
+def session_coverage(hits: list[Hit], plan: QueryPlan, session_id: str,
+                     units_cache: dict[int, set[str]] | None = None) -> float:
     """Share of the query's units that the session's keyword entries match, together."""
     if not plan.units:
         return 0.0
     found: set[str] = set()
     for hit in hits:
         if hit.session_id == session_id and hit.keyword_rank is not None:
-            tokens = index_tokens(searchable_text(hit.kind, hit.text))
-            found.update(u.label for u in matched_units(plan, tokens))
+            found.update(_units(hit, plan, units_cache))
     return len(found) / len(plan.units)
 
 
@@ -249,10 +259,11 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
         hit.score = hit.keyword_score
     for hit in semantic:
         hit.score = hit.semantic_score
-    kw_sessions = {r.session_id: r.score for r in group_by_session(keyword, plan, len(keyword) or 1)}
+    units_cache: dict[int, set[str]] = {}
+    kw_sessions = {r.session_id: r.score for r in group_by_session(keyword, plan, len(keyword) or 1, units_cache)}
     sem_sessions = {r.session_id: r.score for r in group_by_session(semantic, None, len(semantic) or 1)}
     kw_top = ranking(kw_sessions)[:1]
-    coverage = {sid: session_coverage(keyword, plan, sid) for sid in kw_top}
+    coverage = {sid: session_coverage(keyword, plan, sid, units_cache) for sid in kw_top}
     order = gated(kw_sessions, sem_sessions, coverage, dense_weight=HYBRID_DENSE_WEIGHT, margin=GATE_MARGIN,
                   min_coverage=GATE_COVERAGE, pin=GATE_PIN, limit=limit)
     # message level: a message's keyword face is its best entry; the semantic hit is its own face otherwise
