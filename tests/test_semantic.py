@@ -81,6 +81,22 @@ def test_an_exact_identifier_hit_is_not_buried(tmp_path):
     h.close()
 
 
+def test_hybrid_keeps_a_confident_keyword_answer_first(tmp_path):
+    # keyword is sure (only one session says the rare word); semantic neighbours are many and close
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("exact", repo, "notes on the week", "the quillfeather exporter dropped rows, fixed the cursor")
+    for n in range(6):
+        h.session(f"near{n}", repo, "the csv exporter dropped rows when the export was large",
+                  f"rows went missing in the export, variant {n}")
+    h.session("ask", repo)
+    query = "quillfeather exporter dropped rows"
+    keyword = first(h, query, "keyword")
+    assert keyword[0] == "exact"
+    assert first(h, query, "hybrid")[:2] == keyword[:2]
+    h.close()
+
+
 # -- the six semantic states ------------------------------------------------------------
 
 

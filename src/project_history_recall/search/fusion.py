@@ -1,6 +1,16 @@
 """Fuse keyword and semantic result lists (pure: no I/O).
 
-Two methods, both deterministic (equal scores are ordered by key):
+Three methods, all deterministic (equal scores are ordered by key):
+
+* :func:`gated` — keyword-gated score fusion, the default for ``mode=hybrid``
+  (issue 14, chosen on the real sets' tune splits: ``bench/REAL_SETS.md``).
+  Per key ``fused = (1 - w) · kw/max(kw) + w · sem/max(sem)`` (a source that
+  misses the key gives 0; a list whose best score is ≤ 0 maps to 1). Then the
+  gate: when keyword found anything and its top key leads the second by a
+  relative margin ``(k1 - k2) / k1 ≥ margin`` *or* the top key's coverage of the
+  query is ``≥ coverage``, keyword's first ``pin`` keys stay first in keyword
+  order and the rest follow in fused order; otherwise the whole list is in fused
+  order. A confident keyword answer can therefore never be reordered.
 
 * :func:`rrf` — Reciprocal Rank Fusion. ``score(d) = Σ_i w_i / (k + rank_i(d))``
   over the rankings that contain ``d`` (ranks start at 1, ``k = 60``). Only
@@ -162,6 +172,86 @@ def weighted(
         out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
     result = _sorted(out)
     return result if limit is None else result[:limit]
+
+
+def normalize_by_max(scores: Mapping[K, float]) -> dict[K, float]:
+    """``score / max`` (non-finite scores dropped); every key maps to 1 when the best is ≤ 0."""
+    clean = _finite(scores)
+    top = max(clean.values(), default=0.0)
+    return {key: (value / top if top > 0 else 1.0) for key, value in clean.items()}
+
+
+def keyword_margin(scores: Mapping[K, float]) -> float:
+    """Relative lead of the best score over the second, ``(k1 - k2) / k1`` (0 when k1 ≤ 0;
+    a single positive score leads by 1)."""
+    top = sorted(_finite(scores).values(), reverse=True)[:2]
+    if not top or top[0] <= 0:
+        return 0.0
+    return (top[0] - (top[1] if len(top) > 1 else 0.0)) / top[0]
+
+
+class Gate(NamedTuple):
+    margin: float
+    coverage: float
+    held: bool
+
+
+def keyword_gate(keyword: Mapping[K, float], coverage: float, *, margin: float, min_coverage: float) -> Gate:
+    """Whether keyword's order is confident enough to keep its head (see :func:`gated`)."""
+    lead = keyword_margin(keyword)
+    held = bool(_finite(keyword)) and (lead >= margin or coverage >= min_coverage)
+    return Gate(lead, coverage, held)
+
+
+def gated(
+    keyword: Mapping[K, float],
+    semantic: Mapping[K, float],
+    coverage: Mapping[K, float] | None = None,
+    *,
+    dense_weight: float = 0.05,
+    margin: float = 0.02,
+    min_coverage: float = 0.67,
+    pin: int = 2,
+    limit: int | None = None,
+) -> list[Fused[K]]:
+    """Keyword-gated fusion of per-key scores (see the module doc). ``coverage`` gives the
+    share of the query's units each keyword key matches (only the top key's is read)."""
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError("dense_weight must be between 0 and 1")
+    if pin < 0:
+        raise ValueError("pin must be non-negative")
+    kw_clean, sem_clean = _finite(keyword), _finite(semantic)
+    kw, sem = normalize_by_max(kw_clean), normalize_by_max(sem_clean)
+    kw_ranks, sem_ranks = _ranks_by_score(kw_clean), _ranks_by_score(sem_clean)
+    out: list[Fused[K]] = []
+    for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}:
+        ranks = (kw_ranks.get(key), sem_ranks.get(key))
+        score = (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
+        out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
+    fused = _sorted(out)
+    kw_order = ranking(kw_clean)
+    top_coverage = (coverage or {}).get(kw_order[0], 0.0) if kw_order else 0.0
+    if keyword_gate(kw_clean, top_coverage, margin=margin, min_coverage=min_coverage).held:
+        by_key = {f.key: f for f in fused}
+        head = [by_key[key] for key in kw_order[:pin]]
+        held = {f.key for f in head}
+        fused = head + [f for f in fused if f.key not in held]
+    return fused if limit is None else fused[:limit]
+
+
+def evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], dense_weight: float = 0.2) -> dict[K, float]:
+    """Per-message fused evidence for choosing the shown message of a session:
+    ``(1 - w) · bm25/max(bm25) + w · minmax(cos)`` over the whole candidate lists
+    (a source that misses a message gives 0)."""
+    if not 0.0 <= dense_weight <= 1.0:
+        raise ValueError("dense_weight must be between 0 and 1")
+    kw = normalize_by_max(keyword)
+    top = max(_finite(keyword).values(), default=0.0)
+    if top <= 0:
+        kw = dict.fromkeys(kw, 0.0)
+    sem = normalize_scores(semantic, "minmax")
+    return {key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
+            for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
 
 
 def best_per_group(hits: Iterable[tuple[K, float]], group: Callable[[K], G]) -> dict[G, float]:

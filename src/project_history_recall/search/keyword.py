@@ -2,8 +2,9 @@
 
 FTS5 BM25 over the OR of the query's units, ranked in tiers: the rarest units
 first, the common ones only when the rarer find nothing, within the scope the
-caller computed (:mod:`project_history_recall.search.scope`); then fused with semantic
-candidates when there are any, and grouped to one result per session.
+caller computed (:mod:`project_history_recall.search.scope`), and grouped to one
+result per session; for ``hybrid`` the keyword and semantic session scores are fused
+with a keyword gate (:func:`hybrid_sessions`).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import is_damage
-from project_history_recall.search.fusion import rrf, weighted
+from project_history_recall.search.fusion import evidence, gated, ranking
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit, index_tokens, matched_units
 
@@ -26,12 +27,18 @@ KINDS = ("user", "assistant", "tool_call", "title")
 CANDIDATES = 300
 
 
-RRF_K = 60
-
-
-#: Hybrid fusion, chosen on the dev set (docs/benchmarks.md): a weighted sum of
-#: rank-normalised keyword and semantic scores, half and half.
-DENSE_WEIGHT = 0.5
+#: Hybrid fusion (issue 14), chosen on the real sets' tune splits for the USE model
+#: (bench/REAL_SETS.md, rule ``gated-cov(max, w=0.05, tau=0.02, cov=0.67, pin=2, k=100)``):
+#: session scores normalised by their maximum, 5 % semantic; keyword's first two sessions stay
+#: on top when its best session leads the second by 2 % or covers 67 % of the query's units.
+HYBRID_DENSE_WEIGHT = 0.05
+GATE_MARGIN = 0.02
+GATE_COVERAGE = 0.67
+GATE_PIN = 2
+#: Semantic candidates (messages) that hybrid fuses, whatever ``embedding.top_k`` says.
+HYBRID_SEMANTIC_K = 100
+#: The shown message: 0.8 · bm25 / best bm25 + 0.2 · min-max cosine, within the session.
+MESSAGE_DENSE_WEIGHT = 0.2
 
 
 #: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
@@ -180,7 +187,18 @@ def rank_keyword(hits: list[Hit]) -> None:
         hit.score = hit.keyword_score
 
 
-def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> list[SessionResult]:
+def _units(hit: Hit, plan: QueryPlan, cache: dict[int, set[str]] | None) -> set[str]:
+    """The query units an entry matches (re-tokenizing is the cost, so ``cache`` keeps them per entry)."""
+    if cache is not None and hit.entry_id in cache:
+        return cache[hit.entry_id]
+    found = {u.label for u in matched_units(plan, index_tokens(searchable_text(hit.kind, hit.text)))}
+    if cache is not None:
+        cache[hit.entry_id] = found
+    return found
+
+
+def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
+                     units_cache: dict[int, set[str]] | None = None) -> list[SessionResult]:
     """One result per session, ranked by its best message, with credit for a session
     whose messages together cover more of the query (several strong messages beat one
     lucky word)."""
@@ -194,8 +212,7 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> lis
         for hit in hits:
             if hit.keyword_rank is None or hit.session_id not in leading:
                 continue
-            tokens = index_tokens(searchable_text(hit.kind, hit.text))
-            units_by_session[hit.session_id].update(u.label for u in matched_units(plan, tokens))
+            units_by_session[hit.session_id].update(_units(hit, plan, units_cache))
         reachable = set().union(*units_by_session.values()) if units_by_session else set()
         if reachable:
             coverage = {sid: len(u) / len(reachable) for sid, u in units_by_session.items()}
@@ -217,38 +234,63 @@ def _message_key(hit: Hit) -> tuple[str, int | str]:
     return (hit.session_id, hit.message_id if hit.message_id is not None else f"entry:{hit.entry_id}")
 
 
-def fuse(keyword: list[Hit], semantic: list[Hit], method: str = "weighted") -> list[Hit]:
-    """Fuse at message level: a message's keyword score is its best entry's, and the
-    keyword hit stays the message's face (its snippet shows the match). ``weighted``
-    (the default) sums rank-normalised scores with :data:`DENSE_WEIGHT`; ``rrf`` is
-    Reciprocal Rank Fusion with k = :data:`RRF_K` (kept for comparison)."""
-    by_key: dict[tuple[str, int | str], Hit] = {}
-    keyword_scores: dict[tuple[str, int | str], float] = {}
-    for hit in sorted(keyword, key=lambda h: h.keyword_rank or 0):
+def session_coverage(hits: list[Hit], plan: QueryPlan, session_id: str,
+                     units_cache: dict[int, set[str]] | None = None) -> float:
+    """Share of the query's units that the session's keyword entries match, together."""
+    if not plan.units:
+        return 0.0
+    found: set[str] = set()
+    for hit in hits:
+        if hit.session_id == session_id and hit.keyword_rank is not None:
+            found.update(_units(hit, plan, units_cache))
+    return len(found) / len(plan.units)
+
+
+def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, limit: int) -> list[SessionResult]:
+    """``mode=hybrid``: keyword-gated fusion of session scores (:func:`~.fusion.gated`).
+
+    K(s) is the session's keyword score from :func:`group_by_session` (its entries,
+    with the coverage credit), S(s) the session's score over the semantic messages
+    (no coverage). A confident keyword answer (:data:`GATE_MARGIN` lead or
+    :data:`GATE_COVERAGE` of the query's units) keeps keyword's first
+    :data:`GATE_PIN` sessions on top. Each session shows the message with the best
+    fused evidence (:func:`~.fusion.evidence`), a real message before a title."""
+    for hit in keyword:
+        hit.score = hit.keyword_score
+    for hit in semantic:
+        hit.score = hit.semantic_score
+    units_cache: dict[int, set[str]] = {}
+    kw_sessions = {r.session_id: r.score for r in group_by_session(keyword, plan, len(keyword) or 1, units_cache)}
+    sem_sessions = {r.session_id: r.score for r in group_by_session(semantic, None, len(semantic) or 1)}
+    kw_top = ranking(kw_sessions)[:1]
+    coverage = {sid: session_coverage(keyword, plan, sid, units_cache) for sid in kw_top}
+    order = gated(kw_sessions, sem_sessions, coverage, dense_weight=HYBRID_DENSE_WEIGHT, margin=GATE_MARGIN,
+                  min_coverage=GATE_COVERAGE, pin=GATE_PIN, limit=limit)
+    # message level: a message's keyword face is its best entry; the semantic hit is its own face otherwise
+    faces: dict[tuple[str, int | str], Hit] = {}
+    kw_messages: dict[tuple[str, int | str], float] = {}
+    for hit in sorted(keyword, key=lambda h: (-h.keyword_score, h.entry_id)):
         key = _message_key(hit)
-        if key not in by_key:
-            by_key[key] = hit
-            keyword_scores[key] = hit.keyword_score
-    semantic_scores: dict[tuple[str, int | str], float] = {}
+        if key not in faces:
+            faces[key], kw_messages[key] = hit, hit.keyword_score
+    sem_messages: dict[tuple[str, int | str], float] = {}
     for hit in semantic:
         key = _message_key(hit)
-        semantic_scores[key] = hit.semantic_score
-        if key in by_key:
-            by_key[key].semantic_score = hit.semantic_score
+        sem_messages[key] = hit.semantic_score
+        if key in faces:
+            faces[key].semantic_score, faces[key].semantic_rank = hit.semantic_score, hit.semantic_rank
         else:
-            by_key[key] = hit
-    if method == "rrf":
-        ordered = sorted(keyword_scores, key=lambda k: -keyword_scores[k])
-        items = rrf([ordered, list(semantic_scores)], k=RRF_K)
-    else:
-        items = weighted(keyword_scores, semantic_scores, dense_weight=DENSE_WEIGHT, normalization="rank")
-    fused = []
-    for item in items:
-        hit = by_key[item.key]
-        hit.keyword_rank, hit.semantic_rank = item.ranks
-        hit.score = item.score
-        fused.append(hit)
-    return fused
+            faces[key] = hit
+    support = evidence(kw_messages, sem_messages, MESSAGE_DENSE_WEIGHT)
+    by_session: dict[str, list[tuple[tuple[str, int | str], Hit]]] = defaultdict(list)
+    for key, hit in faces.items():
+        by_session[key[0]].append((key, hit))
+    results = []
+    for item in order:
+        candidates = sorted(by_session[item.key], key=lambda kh: (-support.get(kh[0], 0.0), str(kh[0][1])))
+        shown = next((h for _, h in candidates if h.kind != "title"), candidates[0][1])
+        results.append(SessionResult(item.key, shown, item.score, [h for _, h in candidates]))
+    return results
 
 
 def pin_exact_identifier(results: list[SessionResult], keyword: list[Hit], plan: QueryPlan,

@@ -1,7 +1,7 @@
 """One search, from a question to the results a face shows.
 
-Keyword (FTS5) and semantic (vectors) hits within the asker's scope, fused for
-``hybrid``, grouped to one result per session, each shown with its best message,
+Keyword (FTS5) and semantic (vectors) hits within the asker's scope, grouped to one
+result per session (for ``hybrid`` by keyword-gated fusion of the session scores), each shown with its best message,
 a snippet, when it was said and an ``@session:`` link. The caller hands in the
 reader, the resolver and the asker; which semantic status holds is the
 :class:`~project_history_recall.services.semantic.SemanticService`'s to say.
@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
 from project_history_recall.search.keyword import (
+    HYBRID_SEMANTIC_K,
     Hit,
-    fuse,
     group_by_session,
+    hybrid_sessions,
     keyword_hits,
-    pin_exact_identifier,
     rank_keyword,
 )
 from project_history_recall.search.scope import Filters, Scope, compute_scope
@@ -67,15 +67,17 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
     state = semantic.state(conn, scope, asker.identity.scope_key, act=mode != "keyword")
     vector_hits: list[Hit] = []
     if mode != "keyword" and state.provider is not None:
+        top_k = max(settings.embedding.top_k, HYBRID_SEMANTIC_K) if mode == "hybrid" else settings.embedding.top_k
         try:
             vector_hits = semantic_hits(conn, str(semantic.workspace.index.path), state.provider, question.text,
-                                        scope.session_ids, filters, settings.embedding.top_k)
+                                        scope.session_ids, filters, top_k)
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
-    if mode == "keyword":
-        hits = keyword
-    elif mode == "semantic":
-        # No vectors yet in scope (partial, indexing, unavailable): the keyword
+    if mode == "hybrid":
+        grouped = hybrid_sessions(keyword, vector_hits, plan, question.limit)
+    elif mode == "keyword":
+        grouped = group_by_session(keyword, plan, question.limit)
+    else:  # semantic. No vectors yet in scope (partial, indexing, unavailable): the keyword
         # results stand in, and semantic_status says why.
         hits = vector_hits or keyword_hits(conn, plan, scope.session_ids, filters)
         if vector_hits:
@@ -83,10 +85,7 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
                 hit.score = hit.semantic_score
         else:
             rank_keyword(hits)
-    else:
-        hits = fuse(keyword, vector_hits)
-    grouped = group_by_session(hits, plan if mode != "semantic" else None, question.limit)
-    grouped = pin_exact_identifier(grouped, keyword, plan, question.limit) if mode == "hybrid" else grouped
+        grouped = group_by_session(hits, None, question.limit)
     results = [_result(conn, g.best, plan, scope, question.everywhere, chain_block) for g in grouped]
     response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
     if state.status == "consent_required" and mode != "keyword":
