@@ -115,3 +115,12 @@ def test_setting_parses_default_false():
     assert Settings.from_config({}).allow_cross_project is False
     block = {"plugins": {"entries": {"project-history-recall": {"allow_cross_project": True}}}}
     assert Settings.from_config(block).allow_cross_project is True
+
+
+def test_relatives_in_another_project_are_not_named(two, tmp_path):
+    """A child continued in project B (its cwd moved) is not listed under A's session, nor its parent named."""
+    two.session("b-child", tmp_path / "beta", "beta continues the tangerine", parent="20260101_100000_a1a1")
+    reply = opened("20260101_100000_a1a1")
+    assert reply["success"] and reply["children"] == [] and "b-child" not in json.dumps(reply), reply
+    allow_cross_project(two)
+    assert [c["session_id"] for c in opened("20260101_100000_a1a1")["children"]] == ["b-child"]
