@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from builders import History, dispatch, git_init, tool_call
 
@@ -58,7 +59,16 @@ def test_session_by_full_id_has_metadata_entries_and_children(repo_history):
     assert reply["parent"] is None
 
 
+def allow_cross_project(h: History) -> None:
+    (h.root / "config.yaml").write_text(yaml.safe_dump(
+        {"plugins": {"entries": {"project-history-recall": {"allow_cross_project": True}}}}))
+
+
 def test_session_by_unique_prefix_and_by_link(repo_history):
+    assert history(operation="session", session_id="20260101")["session"]["session_id"] == "20260101_100000_aaaa01"
+    # the other project's session: not opened for the model (issue 15), opened once allowed
+    assert history(operation="session", session_id="20260104")["code"] == "not_in_project"
+    allow_cross_project(repo_history)
     assert history(operation="session", session_id="20260104")["session"]["session_id"] == "20260104_100000_eeee01"
     reply = history(operation="session", session_id="@session:20260102_110000")
     assert reply["session"]["session_id"] == "20260102_110000_bbbb02"
@@ -160,6 +170,8 @@ def test_timeline_is_newest_first_in_this_project(repo_history):
 
 
 def test_timeline_everywhere_after_before_and_limit(repo_history):
+    assert history(operation="timeline", scope="all")["code"] == "cross_project_disabled"
+    allow_cross_project(repo_history)
     everywhere = history(operation="timeline", scope="all")
     assert {s["project"]["name"] for s in everywhere["sessions"]} == {"Repo", "other"}
     limited = history(operation="timeline", scope="all", limit=2)
@@ -178,6 +190,9 @@ def test_timeline_from_home_says_there_is_no_project(tmp_path):
     h = History(tmp_path / "hermes")
     h.session("old", None, "anything")
     h.session("now", None)
+    reply = history(operation="timeline")
+    assert reply["success"] and reply["sessions"] == [] and "/recall sessions all" in reply["message"]
+    allow_cross_project(h)
     reply = history(operation="timeline")
     assert reply["success"] and reply["sessions"] == [] and "scope 'all'" in reply["message"]
     assert [s["session_id"] for s in history(operation="timeline", scope="all")["sessions"]] == ["now", "old"]

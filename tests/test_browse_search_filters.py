@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+import yaml
 
 from builders import History, dispatch, git_init, session_ids, tool_call
 
@@ -48,6 +49,9 @@ def test_kinds(h):
 
 
 def test_scope_all_reaches_other_projects_and_names_them(h):
+    assert search(query="heron", scope="all")["code"] == "cross_project_disabled"
+    (h.root / "config.yaml").write_text(yaml.safe_dump(
+        {"plugins": {"entries": {"project-history-recall": {"allow_cross_project": True}}}}))
     reply = search(query="heron", scope="all")
     assert set(session_ids(reply)) == {"early", "late", "tools", "elsewhere"}
     assert {r["session_id"]: r["project"]["name"] for r in reply["results"]}["elsewhere"] == "other"

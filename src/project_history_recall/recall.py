@@ -22,7 +22,7 @@ from project_history_recall.index.indexer import Probe, Progress, RefreshReport,
 from project_history_recall.index.store import Index, is_damage
 from project_history_recall.search import service as search_service
 from project_history_recall.search.keyword import KINDS
-from project_history_recall.search.scope import Filters, compute_scope
+from project_history_recall.search.scope import Filters, compute_scope, reader_scope
 from project_history_recall.services import browse, code_history, freshness, jobs, moving
 from project_history_recall.services.consent import (
     consent_matches_service,
@@ -155,11 +155,26 @@ class Recall:
         return payload
 
     # -- reads --------------------------------------------------------------------
+    #
+    # One scope rule for every read: the asking session's project (Home = nothing). A person
+    # (``/recall``, ``phr``, a program using the library) may widen it with ``scope="all"`` and
+    # open any session; the model's tools say ``by_model=True`` and may only when config
+    # ``allow_cross_project`` is true.
+
+    def _everywhere(self, scope: object, by_model: bool) -> bool:
+        everywhere = arguments.choice(scope, ("project", "all"), "scope", "project") == "all"
+        if everywhere and by_model and not self.settings.allow_cross_project:
+            raise RecallError(
+                "scope 'all' (every project's history) is off for the model's tools: this conversation "
+                "reads only its own project. A person can use /recall or phr, or enable it with config "
+                "plugins.entries.project-history-recall.allow_cross_project: true", "cross_project_disabled")
+        return everywhere
 
     @_heals
     def search(self, query: object, *, session_id: str | None = None, cwd: str | None = None,
                mode: object = "hybrid", limit: object = 3, after: object = None, before: object = None,
-               kinds: object = None, scope: object = "project", branch: object = None) -> dict:
+               kinds: object = None, scope: object = "project", branch: object = None,
+               by_model: bool = False) -> dict:
         question = search_service.Question(
             text=arguments.require_text(query, "query"),
             mode=arguments.choice(mode, search_service.MODES, "mode", "hybrid"),
@@ -170,7 +185,7 @@ class Recall:
                 kinds=arguments.kinds(kinds, KINDS),
                 branch=arguments.optional_text(branch, "branch"),
             ),
-            everywhere=arguments.choice(scope, ("project", "all"), "scope", "project") == "all",
+            everywhere=self._everywhere(scope, by_model),
         )
         conn = self.fresh_reader()
         try:
@@ -183,9 +198,12 @@ class Recall:
 
     @_heals
     def session(self, target: object, *, around_message_id: object = None, window: object = None,
-                session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
+                session_id: str | None = None, cwd: str | None = None, branch: object = None,
+                by_model: bool = False) -> dict:
         """One session by id, ``@session:`` link or unique prefix. ``branch`` is
-        accepted like everywhere; an explicit id opens its session whatever the branch."""
+        accepted like everywhere; an explicit id opens its session whatever the branch.
+        For the model (``by_model``) only sessions of the asker's project open, and only they
+        are offered as candidates (``not_in_project`` otherwise; Home opens none but its own)."""
         text = arguments.require_text(target, "session_id")
         arguments.optional_text(branch, "branch")
         anchor = None
@@ -200,8 +218,14 @@ class Recall:
 
         conn = self.fresh_reader()
         try:
-            payload = browse.open_session(conn, self.workspace.resolver(), text, around_message_id=anchor,
-                                          window=size, source_messages=source_messages if source.exists() else None)
+            resolver = self.workspace.resolver()
+            allowed = None
+            if by_model and not self.settings.allow_cross_project:
+                asker = self.workspace.asker(conn, resolver, session_id, cwd)
+                allowed = reader_scope(conn, resolver, asker.identity, asker.session_id)
+            payload = browse.open_session(conn, resolver, text, around_message_id=anchor, window=size,
+                                          source_messages=source_messages if source.exists() else None,
+                                          allowed=allowed)
             if session_id and payload["session"]["session_id"] == session_id:
                 payload["session"]["current"] = True
             return payload
@@ -210,8 +234,9 @@ class Recall:
 
     @_heals
     def timeline(self, *, session_id: str | None = None, cwd: str | None = None, scope: object = "project",
-                 after: object = None, before: object = None, branch: object = None, limit: object = None) -> dict:
-        everywhere = arguments.choice(scope, ("project", "all"), "scope", "project") == "all"
+                 after: object = None, before: object = None, branch: object = None, limit: object = None,
+                 by_model: bool = False) -> dict:
+        everywhere = self._everywhere(scope, by_model)
         after_at, before_at = parse_when(after, name="after"), parse_when(before, name="before")
         branch_name = arguments.optional_text(branch, "branch")
         count = arguments.clamped_int(limit, "limit", browse.TIMELINE_DEFAULT, 1, browse.TIMELINE_MAX)
@@ -223,7 +248,8 @@ class Recall:
                 return {"success": True, "operation": "timeline", "scope": "project",
                         "project": asker.identity.as_dict(), "sessions": [], "total": 0, "shown": 0,
                         "message": asker.home_message.replace("to search", "to list")
-                        + "; use scope 'all' for every project"}
+                        + ("; use scope 'all' for every project" if not by_model or self.settings.allow_cross_project
+                           else "; a person can list every project with /recall sessions all")}
             return browse.timeline(conn, resolver, asker.identity, session_id, everywhere=everywhere,
                                    after=after_at, before=before_at, branch=branch_name, limit=count)
         finally:

@@ -22,6 +22,9 @@ class Settings:
     update_check: bool = True
     update_check_interval_hours: float = 6.0
     home_cwd: str = ""  # Hermes's terminal.cwd: where a session moved to Home goes
+    #: May the model's tools read other projects (``scope: "all"``, another project's session)?
+    #: A person's faces (``/recall``, ``phr``) always may.
+    allow_cross_project: bool = False
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> Settings:
@@ -40,6 +43,7 @@ class Settings:
             update_check_interval_hours=float(
                 _int(block.get("update_check_interval_hours"), 6, 0, 24 * 365)),
             home_cwd=_str(_section(config, "terminal").get("cwd"), ""),
+            allow_cross_project=_bool(block.get("allow_cross_project"), False),
         )
 
 

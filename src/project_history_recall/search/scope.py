@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from project_history_recall.attribution import Identity, Resolver
@@ -92,3 +93,21 @@ def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identi
             members.append(sid)
             identities[sid] = ident
     return Scope(identity, members, in_scope, identities)
+
+
+def reader_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identity,
+                 current_id: str | None) -> Callable[[str], bool]:
+    """May a reader in ``identity``'s project see session ``sid``? Its own project's sessions
+    (hidden and archived ones too: opening by id is not search), and the asker's own session;
+    Home sees only itself."""
+    identities = _attributed(conn, resolver).identities
+
+    def allowed(sid: str) -> bool:
+        if sid == current_id:
+            return True
+        if identity.is_home:
+            return False
+        found = identities.get(sid)
+        return found is not None and found[0].scope_key == identity.scope_key
+
+    return allowed

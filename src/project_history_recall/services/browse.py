@@ -48,21 +48,39 @@ class AmbiguousId(RecallError):
 # -- one session ------------------------------------------------------------------------
 
 
-def resolve_session_id(conn: sqlite3.Connection, text: str) -> str:
-    """A full id, an ``@session:`` link or a unique prefix, to the full id."""
+Allowed = Callable[[str], bool]
+
+
+def not_in_project(what: str) -> RecallError:
+    """Another project's session: said so, with nothing of it (no title, no content)."""
+    return RecallError(
+        f"{what} belongs to another project; this conversation can read only its own project's history "
+        "(a person can open it with /recall or phr; the model's tools may read other projects only with "
+        "config plugins.entries.project-history-recall.allow_cross_project: true)", "not_in_project")
+
+
+def resolve_session_id(conn: sqlite3.Connection, text: str, allowed: Allowed | None = None) -> str:
+    """A full id, an ``@session:`` link or a unique prefix, to the full id. With ``allowed``
+    (the reader's scope) only its sessions are opened or offered as candidates."""
     wanted = text.strip()
     if wanted.startswith(LINK_PREFIX):
         wanted = wanted[len(LINK_PREFIX):].strip()
     if not wanted:
         raise RecallError("session_id must be a non-empty string", "bad_argument")
     if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (wanted,)).fetchone():
+        if allowed is not None and not allowed(wanted):
+            raise not_in_project(f"session {wanted!r}")
         return wanted
     escaped = wanted.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     rows = conn.execute(
         "SELECT id, title, started_at, message_count FROM sessions WHERE id LIKE ? ESCAPE '\\' "
-        "ORDER BY started_at DESC, id LIMIT ?", (escaped + "%", CANDIDATES_SHOWN + 1)).fetchall()
+        "ORDER BY started_at DESC, id", (escaped + "%",)).fetchall()
     if not rows:
         raise not_found(f"no session matches {wanted!r}")
+    if allowed is not None:
+        rows = [r for r in rows if allowed(r["id"])]
+        if not rows:
+            raise not_in_project(f"every session matching {wanted!r}")
     if len(rows) > 1:
         shown = rows[:CANDIDATES_SHOWN]
         more = " (and more)" if len(rows) > CANDIDATES_SHOWN else ""
@@ -148,14 +166,19 @@ def _anchor_position(conn: sqlite3.Connection, sid: str, message_id: int,
 
 
 def open_session(conn: sqlite3.Connection, resolver: Resolver, target: str, *, around_message_id: int | None = None,
-                 window: int = WINDOW_DEFAULT, source_messages: SourceMessages | None = None) -> dict:
+                 window: int = WINDOW_DEFAULT, source_messages: SourceMessages | None = None,
+                 allowed: Allowed | None = None) -> dict:
     """Metadata, entries (head + tail when long, or a window around one message),
-    parent and children of one session."""
-    sid = resolve_session_id(conn, target)
+    parent and children of one session. With ``allowed`` (the reader's scope) nothing
+    outside it is opened, named or linked: not the session, its parent or its children."""
+    sid = resolve_session_id(conn, target, allowed)
+    visible: Allowed = allowed if allowed is not None else (lambda _sid: True)
     warning = None
     anchor_position = None
     if around_message_id is not None:
         sid, anchor_position, warning = _anchor_position(conn, sid, around_message_id, source_messages)
+        if not visible(sid):
+            raise not_in_project(f"the session holding around_message_id {around_message_id}")
     row = conn.execute("SELECT * FROM sessions WHERE id = ?", (sid,)).fetchone()
     identity = resolver.resolve(row["cwd"], row["repo_root"])
     payload: dict = {
@@ -181,11 +204,14 @@ def open_session(conn: sqlite3.Connection, resolver: Resolver, target: str, *, a
     parent = None
     if row["parent_session_id"]:
         parent = conn.execute("SELECT * FROM sessions WHERE id = ?", (row["parent_session_id"],)).fetchone()
-    payload["parent"] = _brief(parent, _relation(row, parent)) if parent is not None else (
-        {"session_id": row["parent_session_id"], "indexed": False} if row["parent_session_id"] else None)
+    if parent is not None and not visible(parent["id"]):
+        payload["parent"] = {"other_project": True}
+    else:
+        payload["parent"] = _brief(parent, _relation(row, parent)) if parent is not None else (
+            {"session_id": row["parent_session_id"], "indexed": False} if row["parent_session_id"] else None)
     children = conn.execute("SELECT * FROM sessions WHERE parent_session_id = ? ORDER BY started_at, id",
                             (sid,)).fetchall()
-    payload["children"] = [_brief(c, _relation(c, row)) for c in children]
+    payload["children"] = [_brief(c, _relation(c, row)) for c in children if visible(c["id"])]
 
     base = "SELECT * FROM entries WHERE session_id = ? AND kind != 'title'"
     total = conn.execute(f"SELECT COUNT(*) FROM ({base})", (sid,)).fetchone()[0]
@@ -249,6 +275,9 @@ def timeline(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, c
     rows = conn.execute(f"SELECT * {sql} ORDER BY COALESCE(last_active, started_at) DESC, id DESC LIMIT ?",
                         [*params, limit]).fetchall()
     words = _first_user_words(conn, [r["id"] for r in rows if not r["title"]])
+    # a parent is named only when it is this project's too (hidden children's parents included)
+    in_scope = {sid for sid, (ident, _row) in session_identities(conn, resolver).items()
+                if ident.scope_key == identity.scope_key}
     sessions = []
     for r in rows:
         item = {
@@ -261,7 +290,7 @@ def timeline(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, c
             "message_count": r["message_count"],
             "branch": r["branch"],
         }
-        if r["parent_session_id"]:
+        if r["parent_session_id"] and (everywhere or r["parent_session_id"] in in_scope):
             item["parent_session_id"] = r["parent_session_id"]
         if r["id"] == current_id:
             item["current"] = True

@@ -57,7 +57,8 @@ SEARCH_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": ["project", "all"],
                 "default": "project",
-                "description": "'project' (default): this project only. 'all': every project, on purpose.",
+                "description": ("'project' (default): this project only. 'all': every project, only when "
+                                "the user enabled allow_cross_project."),
             },
             "branch": {
                 "type": "string",
@@ -128,7 +129,8 @@ HISTORY_SCHEMA: dict[str, Any] = {
                 "type": "string",
                 "enum": ["project", "all"],
                 "default": "project",
-                "description": "For 'timeline': 'project' (default) or 'all' projects, on purpose.",
+                "description": ("For 'timeline': 'project' (default) or 'all' projects (only when the user "
+                                "enabled allow_cross_project)."),
             },
             "after": {
                 "type": "string",
@@ -216,10 +218,12 @@ def _history(recall: Any, a: dict, session_id: str | None) -> dict:
     operation = operation.strip().lower()
     if operation == "session":
         return recall.session(a.get("session_id"), around_message_id=a.get("around_message_id"),
-                              window=a.get("window"), session_id=session_id, branch=a.get("branch"))
+                              window=a.get("window"), session_id=session_id, branch=a.get("branch"),
+                              by_model=True)
     if operation == "timeline":
         return recall.timeline(session_id=session_id, scope=a.get("scope"), after=a.get("after"),
-                               before=a.get("before"), branch=a.get("branch"), limit=a.get("limit"))
+                               before=a.get("before"), branch=a.get("branch"), limit=a.get("limit"),
+                               by_model=True)
     if operation == "projects":
         return recall.projects(session_id=session_id, branch=a.get("branch"))
     return {**recall.status(session_id=session_id, branch=a.get("branch")), "operation": "status"}
@@ -282,7 +286,7 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
         return reply(lambda r: r.search(
             a.get("query"), session_id=_session(kwargs), mode=a.get("mode"), limit=a.get("limit"),
             after=a.get("after"), before=a.get("before"), kinds=a.get("kinds"), scope=a.get("scope"),
-            branch=a.get("branch")))
+            branch=a.get("branch"), by_model=True))
 
     def move(args: dict, **kwargs: Any) -> str:
         a = _args(args)
