@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import random
-import select
+import selectors
 import socket
 import string
 import subprocess
@@ -69,11 +69,14 @@ class CountingProxy:
         except OSError:
             client.close()
             return
-        sockets = [client, upstream]
+        selector = selectors.DefaultSelector()  # epoll: fds past 1,024 are fine
+        for sock in (client, upstream):
+            selector.register(sock, selectors.EVENT_READ)
         try:
             while not self._stop.is_set():
-                ready, _, _ = select.select(sockets, [], [], 0.2)
-                for s in ready:
+                for key, _ in selector.select(0.2):
+                    s = key.fileobj
+                    assert isinstance(s, socket.socket)
                     data = s.recv(65536)
                     if not data:
                         return
@@ -87,6 +90,7 @@ class CountingProxy:
         except OSError:
             return
         finally:
+            selector.close()
             client.close()
             upstream.close()
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-import select
+import selectors
 import signal
 import subprocess
 import time
@@ -25,7 +25,10 @@ class Child:
     def _pump(self, timeout: float) -> None:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
-        ready, _, _ = select.select([fd], [], [], max(0.0, timeout))
+        # selectors (epoll), not select.select: a long test run may hold more than 1,024 fds.
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            ready = selector.select(max(0.0, timeout))
         if not ready:
             return
         chunk = os.read(fd, 65536)
