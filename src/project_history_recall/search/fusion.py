@@ -150,6 +150,18 @@ def normalize_scores(scores: Mapping[K, float], method: Normalization = "minmax"
     return {key: min(1.0, max(0.0, (value - low) / span)) for key, value in clean.items()}
 
 
+def _convex(kw: Mapping[K, float], sem: Mapping[K, float], kw_raw: Mapping[K, float], sem_raw: Mapping[K, float],
+            dense_weight: float) -> list[Fused[K]]:
+    """``(1 - w) · kw + w · sem`` over normalised scores (absent counts 0), ranks from the raw ones."""
+    kw_ranks, sem_ranks = _ranks_by_score(kw_raw), _ranks_by_score(sem_raw)
+    out: list[Fused[K]] = []
+    for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}:
+        ranks = (kw_ranks.get(key), sem_ranks.get(key))
+        score = (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
+        out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
+    return _sorted(out)
+
+
 def weighted(
     keyword: Mapping[K, float],
     semantic: Mapping[K, float],
@@ -163,14 +175,7 @@ def weighted(
         raise ValueError("dense_weight must be between 0 and 1")
     kw = normalize_scores(keyword, normalization)
     sem = normalize_scores(semantic, normalization)
-    kw_ranks = _ranks_by_score(_finite(keyword))
-    sem_ranks = _ranks_by_score(_finite(semantic))
-    out: list[Fused[K]] = []
-    for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}:
-        ranks = (kw_ranks.get(key), sem_ranks.get(key))
-        score = (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
-        out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
-    result = _sorted(out)
+    result = _convex(kw, sem, _finite(keyword), _finite(semantic), dense_weight)
     return result if limit is None else result[:limit]
 
 
@@ -222,13 +227,7 @@ def gated(
         raise ValueError("pin must be non-negative")
     kw_clean, sem_clean = _finite(keyword), _finite(semantic)
     kw, sem = normalize_by_max(kw_clean), normalize_by_max(sem_clean)
-    kw_ranks, sem_ranks = _ranks_by_score(kw_clean), _ranks_by_score(sem_clean)
-    out: list[Fused[K]] = []
-    for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}:
-        ranks = (kw_ranks.get(key), sem_ranks.get(key))
-        score = (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
-        out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
-    fused = _sorted(out)
+    fused = _convex(kw, sem, kw_clean, sem_clean, dense_weight)
     kw_order = ranking(kw_clean)
     top_coverage = (coverage or {}).get(kw_order[0], 0.0) if kw_order else 0.0
     if keyword_gate(kw_clean, top_coverage, margin=margin, min_coverage=min_coverage).held:
