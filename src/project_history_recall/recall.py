@@ -161,9 +161,13 @@ class Recall:
     # open any session; the model's tools say ``by_model=True`` and may only when config
     # ``allow_cross_project`` is true.
 
+    def _confined(self, by_model: bool) -> bool:
+        """Whether the caller may read only its own project (the model, unless config allows)."""
+        return by_model and not self.settings.allow_cross_project
+
     def _everywhere(self, scope: object, by_model: bool) -> bool:
         everywhere = arguments.choice(scope, ("project", "all"), "scope", "project") == "all"
-        if everywhere and by_model and not self.settings.allow_cross_project:
+        if everywhere and self._confined(by_model):
             raise RecallError(
                 "scope 'all' (every project's history) is off for the model's tools: this conversation "
                 "reads only its own project. A person can use /recall or phr, or enable it with config "
@@ -220,7 +224,7 @@ class Recall:
         try:
             resolver = self.workspace.resolver()
             allowed = None
-            if by_model and not self.settings.allow_cross_project:
+            if self._confined(by_model):
                 asker = self.workspace.asker(conn, resolver, session_id, cwd)
                 allowed = reader_scope(conn, resolver, asker.identity, asker.session_id)
             payload = browse.open_session(conn, resolver, text, around_message_id=anchor, window=size,
@@ -248,7 +252,7 @@ class Recall:
                 return {"success": True, "operation": "timeline", "scope": "project",
                         "project": asker.identity.as_dict(), "sessions": [], "total": 0, "shown": 0,
                         "message": asker.home_message.replace("to search", "to list")
-                        + ("; use scope 'all' for every project" if not by_model or self.settings.allow_cross_project
+                        + ("; use scope 'all' for every project" if not self._confined(by_model)
                            else "; a person can list every project with /recall sessions all")}
             return browse.timeline(conn, resolver, asker.identity, session_id, everywhere=everywhere,
                                    after=after_at, before=before_at, branch=branch_name, limit=count)

@@ -291,22 +291,3 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
         shown = next((h for _, h in candidates if h.kind != "title"), candidates[0][1])
         results.append(SessionResult(item.key, shown, item.score, [h for _, h in candidates]))
     return results
-
-
-def pin_exact_identifier(results: list[SessionResult], keyword: list[Hit], plan: QueryPlan,
-                         limit: int) -> list[SessionResult]:
-    """Exact keyword hits are never buried: when the best keyword hit contains a code
-    identifier of the query whole (``retry_policy``, ``E_TIMEOUT``, ``settings-prod.yaml``),
-    its session leads the fused results."""
-    identifiers = [u for u in plan.units if len(u.alternatives) > 1]
-    top = min(keyword, key=lambda h: h.keyword_rank or 0, default=None)
-    if not identifiers or top is None:
-        return results
-    tokens = index_tokens(searchable_text(top.kind, top.text))
-    if not any(u.alternatives[0][0] in tokens for u in identifiers):
-        return results
-    position = next((i for i, r in enumerate(results) if r.session_id == top.session_id), None)
-    if position == 0:
-        return results
-    pinned = SessionResult(top.session_id, top, float("inf"), [top]) if position is None else results.pop(position)
-    return [pinned, *results][:limit]
