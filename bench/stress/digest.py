@@ -123,7 +123,7 @@ def chunk_rows(conn: sqlite3.Connection) -> list[tuple]:
     if "chunks" not in tables(conn):
         return []
     return sorted(
-        (r["session_id"], r["message_id"], r["chunk_index"], r["content_hash"], r["model_fingerprint"],
+        (r["session_id"], r["message_id"], r["chunk_index"], r["content_hash"], r["model_id"],
          hashlib.sha256(r["vector"]).hexdigest())
         for r in conn.execute("SELECT * FROM chunks"))
 

@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from project_history_recall.errors import RecallError
+from project_history_recall.index.vector_codec import from_float32
 from project_history_recall.locks import exclusive
 from project_history_recall.tokenizer import FTS_TOKENIZE, TOKENIZER_VERSION
 
@@ -118,11 +119,47 @@ _V4 = """
 CREATE TABLE edit_state (session_id TEXT PRIMARY KEY, content_signature TEXT NOT NULL)
 """
 
+
+def _v5_compact_vectors(conn: sqlite3.Connection) -> None:
+    """Vectors stored in a quarter of the bytes (issue 17): int8 with a per-vector scale
+    (:mod:`.vector_codec`), the model fingerprint once in ``models`` instead of in every row
+    and two of its indexes, and the content hash as its first 16 bytes instead of 64 hex
+    characters. Existing vectors are converted, not re-embedded."""
+    conn.execute("CREATE TABLE models (id INTEGER PRIMARY KEY, fingerprint TEXT NOT NULL UNIQUE)")
+    conn.execute("""
+        CREATE TABLE compact_chunks (
+            id INTEGER PRIMARY KEY,
+            model_id INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            message_id INTEGER NOT NULL,
+            chunk_index INTEGER NOT NULL,
+            content_hash BLOB NOT NULL,
+            vector BLOB NOT NULL,
+            UNIQUE(model_id, session_id, message_id, chunk_index)
+        )""")
+    conn.execute("INSERT INTO models(fingerprint) SELECT DISTINCT model_fingerprint FROM chunks")
+    old = conn.execute("SELECT m.id, c.session_id, c.message_id, c.chunk_index, c.content_hash, c.vector "
+                       "FROM chunks c JOIN models m ON m.fingerprint = c.model_fingerprint")
+    conn.executemany(
+        "INSERT INTO compact_chunks(model_id, session_id, message_id, chunk_index, content_hash, vector) "
+        "VALUES (?, ?, ?, ?, ?, ?)",
+        ((model, sid, mid, idx, short_hash(digest), from_float32(vector))
+         for model, sid, mid, idx, digest, vector in old))
+    conn.execute("DROP TABLE chunks")
+    conn.execute("ALTER TABLE compact_chunks RENAME TO chunks")
+    conn.execute("CREATE INDEX chunks_hash ON chunks(content_hash, model_id)")
+
+
+def short_hash(content_hash: str) -> bytes:
+    """A chunk's SHA-256 (hex) as the 16 bytes the index keeps (``b""`` for the empty marker)."""
+    return bytes.fromhex(content_hash)[:16]
+
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
-                             "edit_state"})
+                             "edit_state", "models"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors]
 
 
 def schema_version() -> int:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,8 @@ from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import EmbeddingProvider
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import searchable_text
-from project_history_recall.index.store import Index, transaction
+from project_history_recall.index.store import Index, short_hash, transaction
+from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
 
@@ -67,18 +67,24 @@ def message_texts(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> dict
     return {k: "\n".join(v) for k, v in texts.items()}
 
 
+def model_id(conn: sqlite3.Connection, fingerprint: str) -> int:
+    """The ``models`` row of ``fingerprint``; -1 (matching no vector) when none was stored yet."""
+    row = conn.execute("SELECT id FROM models WHERE fingerprint = ?", (fingerprint,)).fetchone()
+    return int(row[0]) if row else -1
+
+
 def pending_messages(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str] | None = None,
                      limit: int | None = None) -> list[tuple[str, int]]:
     """Indexed messages that have no vector under ``fingerprint``, newest first."""
     scope = ""
-    params: list[Any] = [fingerprint, *EMBED_KINDS]
+    params: list[Any] = [model_id(conn, fingerprint), *EMBED_KINDS]
     if session_ids is not None:
         scope = " AND e.session_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(session_ids))
     sql = (
         "SELECT e.session_id, e.message_id FROM entries e "
-        "WHERE e.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.session_id = e.session_id "
-        "AND c.message_id = e.message_id AND c.model_fingerprint = ?) "
+        "WHERE e.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.model_id = ? "
+        "AND c.session_id = e.session_id AND c.message_id = e.message_id) "
         f"AND e.kind IN ({','.join('?' * len(EMBED_KINDS))}){scope} "
         "GROUP BY e.session_id, e.message_id ORDER BY MAX(e.timestamp) DESC"
     )
@@ -111,11 +117,13 @@ class Embedder:
         import numpy as np
 
         fingerprint = self.provider.fingerprint
+        whole_backlog = session_ids is None and limit is None and self.allowed_sessions is None
         if self.allowed_sessions is not None:
             allowed = set(self.allowed_sessions)
             session_ids = [s for s in (session_ids if session_ids is not None else allowed) if s in allowed]
         reader = self.index.connect()
         try:
+            model = model_id(reader, fingerprint)
             todo = pending_messages(reader, fingerprint, session_ids, limit)
             total, done = len(todo), 0
             for start in range(0, total, BATCH_MESSAGES):
@@ -126,45 +134,67 @@ class Embedder:
                 if self.provider.remote:
                     # Whole messages, before chunking: a secret's name and value may not share a chunk.
                     texts = {key: redact(text, MAX_REDACT_CHARS) for key, text in texts.items()}
-                rows: list[tuple[str, int, int, str, bytes]] = []
+                rows: list[tuple[str, int, int, bytes, bytes]] = []
                 fresh: list[tuple[int, str]] = []  # (row index, chunk text) still to embed
                 for key in batch:
                     for chunk in chunk_text(texts.get(key, ""), self.chunk_size, self.chunk_overlap,
                                             max_chunks=MAX_CHUNKS_PER_MESSAGE) or []:
+                        digest = short_hash(chunk.content_hash)
                         known = reader.execute(
-                            "SELECT vector FROM chunks WHERE content_hash = ? AND model_fingerprint = ? LIMIT 1",
-                            (chunk.content_hash, fingerprint)).fetchone()
-                        rows.append((key[0], key[1], chunk.index, chunk.content_hash, known[0] if known else b""))
+                            "SELECT vector FROM chunks WHERE content_hash = ? AND model_id = ? LIMIT 1",
+                            (digest, model)).fetchone()
+                        rows.append((key[0], key[1], chunk.index, digest, known[0] if known else b""))
                         if not known:
                             fresh.append((len(rows) - 1, chunk.text))
                 if fresh:
                     vectors = np.asarray(self.provider.embed_passages([t for _, t in fresh]), dtype=np.float32)
                     for (row_index, _), vector in zip(fresh, vectors, strict=True):
                         sid, mid, idx, digest, _ = rows[row_index]
-                        rows[row_index] = (sid, mid, idx, digest, vector.tobytes())
+                        rows[row_index] = (sid, mid, idx, digest, encode(vector))
                 # A message with no text gets an empty marker row so it is not pending forever.
                 covered = {(r[0], r[1]) for r in rows}
-                rows += [(sid, mid, 0, "", b"") for sid, mid in batch if (sid, mid) not in covered]
-                self._write(rows, fingerprint)
+                rows += [(sid, mid, 0, b"", b"") for sid, mid in batch if (sid, mid) not in covered]
+                model = self._write(rows, fingerprint)
                 done += len(batch)
                 if progress:
                     progress(done, total)
+            if whole_backlog and done == total:
+                self._drop_orphans()
             return done
         finally:
             reader.close()
 
-    def _write(self, rows: list[tuple[str, int, int, str, bytes]], fingerprint: str) -> None:
-        now = time.time()
+    def _write(self, rows: list[tuple[str, int, int, bytes, bytes]], fingerprint: str) -> int:
+        """Store ``rows`` under the model of ``fingerprint`` (registered on its first vector); its id."""
         with self.index.writer(WRITE_LOCK_WAIT):
             conn = self.index.connect()
             try:
                 with transaction(conn):
+                    conn.execute("INSERT OR IGNORE INTO models(fingerprint) VALUES (?)", (fingerprint,))
+                    model = model_id(conn, fingerprint)
                     conn.executemany(
-                        "INSERT OR REPLACE INTO chunks(session_id, message_id, chunk_index, content_hash, "
-                        "model_fingerprint, vector, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                        [(sid, mid, idx, digest, fingerprint, vector, now) for sid, mid, idx, digest, vector in rows],
+                        "INSERT OR REPLACE INTO chunks(model_id, session_id, message_id, chunk_index, content_hash, "
+                        "vector) VALUES (?, ?, ?, ?, ?, ?)",
+                        [(model, sid, mid, idx, digest, vector) for sid, mid, idx, digest, vector in rows],
                     )
                     bump_vectors_generation(conn)
+                return model
+            finally:
+                conn.close()
+
+    def _drop_orphans(self) -> None:
+        """Remove the vectors of messages the index no longer has (deleted, rewound, or a session
+        gone from the source). Done after a complete run, not on the indexer's path, so that a
+        ``/retry`` rewrite's new messages could first reuse the old ones' vectors by hash."""
+        with self.index.writer(WRITE_LOCK_WAIT):
+            conn = self.index.connect()
+            try:
+                with transaction(conn):
+                    gone = conn.execute(
+                        "DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM entries e "
+                        "WHERE e.session_id = chunks.session_id AND e.message_id = chunks.message_id)").rowcount
+                    if gone:
+                        bump_vectors_generation(conn)
             finally:
                 conn.close()
 
@@ -198,9 +228,9 @@ def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: li
             "AND message_id IS NOT NULL GROUP BY session_id", EMBED_KINDS).fetchall()
         # Only vectors of messages the index still has count (rewound ones are orphans).
         vectors = dict(conn.execute(
-            "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_fingerprint = ? "
+            "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_id = ? "
             f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds})) "
-            "GROUP BY c.session_id", (fingerprint, *EMBED_KINDS)).fetchall())
+            "GROUP BY c.session_id", (model_id(conn, fingerprint), *EMBED_KINDS)).fetchall())
         if len(_pending_cache) > 8:
             _pending_cache.clear()
         pending = _pending_cache[key] = {sid: n - vectors.get(sid, 0) for sid, n in messages

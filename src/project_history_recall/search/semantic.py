@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from project_history_recall.embeddings.base import EmbeddingProvider
-from project_history_recall.index.vectors import MAX_CHUNKS_PER_MESSAGE, vectors_key
+from project_history_recall.index.vector_codec import decode_matrix
+from project_history_recall.index.vectors import MAX_CHUNKS_PER_MESSAGE, model_id, vectors_key
 from project_history_recall.search.keyword import Hit
 from project_history_recall.search.scope import Filters
 
@@ -25,7 +26,7 @@ class _Matrix:
     sessions: list[str]
     session_codes: Any  # np.ndarray[int32], one per row
     message_ids: Any  # np.ndarray[int64]
-    vectors: Any  # np.ndarray[float32] rows L2-normalised
+    vectors: Any  # np.ndarray[float32] rows L2-normalised (decoded from int8 once per load)
     code_of: dict[str, int] = field(default_factory=dict)
 
 
@@ -50,8 +51,8 @@ def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Mat
     code_of: dict[str, int] = {}
     codes, message_ids, blobs = [], [], []
     for sid, mid, blob in conn.execute(
-        "SELECT session_id, message_id, vector FROM chunks WHERE model_fingerprint = ? AND length(vector) > 0",
-        (fingerprint,),
+        "SELECT session_id, message_id, vector FROM chunks WHERE model_id = ? AND length(vector) > 0",
+        (model_id(conn, fingerprint),),
     ):
         code = code_of.get(sid)
         if code is None:
@@ -60,8 +61,7 @@ def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Mat
         codes.append(code)
         message_ids.append(mid)
         blobs.append(blob)
-    vectors = (np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), -1)
-               if blobs else np.empty((0, 0), dtype=np.float32))
+    vectors = decode_matrix(blobs)
     matrix = _Matrix(key, sessions, np.asarray(codes, dtype=np.int32), np.asarray(message_ids, dtype=np.int64),
                      vectors, code_of)
     with _matrices_lock:
