@@ -243,16 +243,32 @@ class Index:
         if not self.exists():
             return None
         try:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                   isolation_level=None, check_same_thread=False, timeout=5.0)
-            conn.row_factory = sqlite3.Row
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn, version = self._reader("mode=ro")
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN:
+                return None
+            # A WAL index in a folder nobody may write to (a read-only home) cannot get its
+            # shared-memory file: read the file as it stands; the refresh says it is stale.
+            try:
+                conn, version = self._reader("mode=ro&immutable=1")
+            except sqlite3.DatabaseError:
+                return None
         except sqlite3.DatabaseError:
             return None
         if version != len(MIGRATIONS):
             conn.close()
             return None
         return conn
+
+    def _reader(self, flags: str) -> tuple[sqlite3.Connection, int]:
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{flags}", uri=True,
+                               isolation_level=None, check_same_thread=False, timeout=5.0)
+        conn.row_factory = sqlite3.Row
+        try:
+            return conn, conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
 
     def move_aside(self, reason: str) -> None:
         """Keep a damaged file for inspection and make room for a rebuild."""

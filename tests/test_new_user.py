@@ -1,0 +1,55 @@
+"""What a new user trips over (issue 19): each through ``phr``'s ``main`` or Hermes's dispatch."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from builders import History, dispatch, git_init, register_plugin
+from project_history_recall.faces.cli import main
+
+
+def phr(*args: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(main, [*args, "--json"], catch_exceptions=False)
+    return result.exit_code, json.loads(result.output)
+
+
+def phr_text(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.output
+
+
+@pytest.fixture
+def indexed(tmp_path) -> tuple[History, str]:
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("old", repo, "the pelican deploy script", "run deploy/pelican.sh --prod")
+    code, _ = phr("--home", str(h.root), "index")
+    assert code == 0
+    yield h, str(repo)
+    h.close()
+
+
+def test_an_unwritable_lock_file_answers_reads_from_the_index_marked_stale(indexed, monkeypatch):
+    h, repo = indexed
+    lock = h.root / "plugins" / "project-history-recall" / "index.lock"
+    lock.unlink()
+    lock.mkdir()  # cannot be opened for writing, whoever runs the test (root ignores permissions)
+    home = str(h.root)
+    h.session("new", repo, "pelican again")
+    code, payload = phr("--home", home, "search", "pelican", "--cwd", repo)
+    assert code == 0 and [r["session_id"] for r in payload["results"]] == ["old"]
+    assert payload["index_status"] == "stale" and "not writable" in payload["warning"]
+    code, payload = phr("--home", home, "timeline", "--cwd", repo)
+    assert code == 0 and payload["index_status"] == "stale" and payload["total"] == 1
+    code, out = phr_text("--home", home, "search", "pelican", "--cwd", repo)
+    assert code == 0 and "index stale" in out and "Traceback" not in out
+    code, payload = phr("--home", home, "index")
+    assert code == 1 and payload["code"] == "index_read_only"
+    monkeypatch.setenv("HERMES_HOME", home)
+    monkeypatch.chdir(repo)
+    register_plugin()
+    answer = dispatch("project_history_search", {"query": "pelican"}, session_id="new")
+    assert answer["success"] is True and answer["index_status"] == "stale"
