@@ -53,3 +53,32 @@ def test_an_unwritable_lock_file_answers_reads_from_the_index_marked_stale(index
     register_plugin()
     answer = dispatch("project_history_search", {"query": "pelican"}, session_id="new")
     assert answer["success"] is True and answer["index_status"] == "stale"
+
+
+def test_arguments_that_name_nothing_are_refused_or_warned(indexed, tmp_path, monkeypatch):
+    h, repo = indexed
+    home = str(h.root)
+    code, payload = phr("--home", home, "search", "pelican", "--session", "nope")
+    assert code == 1 and payload["code"] == "unknown_session"
+    code, payload = phr("--home", home, "timeline", "--session", "nope")
+    assert code == 1 and payload["code"] == "unknown_session"
+    code, payload = phr("--home", home, "search", "pelican", "--session", "old")
+    assert code == 0 and payload["project"]["name"] == "repo"
+    code, payload = phr("--home", home, "search", "pelican", "--cwd", str(tmp_path / "does" / "not" / "exist"))
+    assert code == 1 and payload["code"] == "bad_argument" and "not a folder" in payload["error"]
+    code, payload = phr("--home", home, "search", "pelican", "--cwd", repo, "--branch", "no-such-branch")
+    assert code == 0 and payload["warning"].endswith("(branches seen: main)")
+    code, payload = phr("--home", home, "timeline", "--cwd", repo, "--branch", "no-such-branch")
+    assert code == 0 and "no-such-branch" in payload["warning"]
+    for bad in ("0", "-3"):
+        code, payload = phr("--home", home, "search", "pelican", "--cwd", repo, "--limit", bad)
+        assert code == 1 and payload["code"] == "bad_argument" and "at least 1" in payload["error"]
+        code, payload = phr("--home", home, "timeline", "--cwd", repo, "--limit", bad)
+        assert code == 1 and payload["code"] == "bad_argument"
+    monkeypatch.setenv("HERMES_HOME", home)
+    register_plugin()
+    h.session("now", repo)
+    reply = dispatch("project_history_search", {"query": "pelican", "branch": "no-such-branch"}, session_id="now")
+    assert reply["success"] is True and "no-such-branch" in reply["warning"]
+    reply = dispatch("project_history", {"operation": "timeline", "limit": -3}, session_id="now")
+    assert reply["success"] is False and reply["code"] == "bad_argument"

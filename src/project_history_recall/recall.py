@@ -122,6 +122,11 @@ class Recall:
         return jobs.run_in_foreground(self.workspace, force=force, reason=reason, progress=progress,
                                       embed_progress=embed_progress)
 
+    def check_asker(self, session_id: str | None, cwd: str | None) -> None:
+        """Refuse a ``session_id`` or ``cwd`` a person typed that names nothing (see
+        :meth:`.Workspace.check_asker`)."""
+        self.workspace.check_asker(session_id, cwd)
+
     def fresh_reader(self) -> sqlite3.Connection:
         """A reader over an index brought up to date first (``no_index`` when there is none)."""
         self.ensure_fresh()
@@ -295,7 +300,8 @@ class Recall:
             result = code_history.code_history(conn, scope.session_ids, text, symbol=symbol_text,
                                                query=query_text, branch=branch_text, budget_chars=budget_chars,
                                                limit=count)
-            return {**base, **result}
+            warning = scope.branch_warning(branch_text)
+            return {**base, **result, **({"warning": warning} if warning else {})}
         finally:
             conn.close()
 

@@ -57,6 +57,9 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
                 **semantic.idle_state().as_dict()}
     scope = compute_scope(conn, resolver, asker.identity, asker.session_id, everywhere=question.everywhere,
                           branch=question.filters.branch)
+    branch_warning = scope.branch_warning(question.filters.branch)
+    if branch_warning:
+        base["warning"] = branch_warning
     if not scope.session_ids:
         return {**base, "results": [], "message": NO_OTHER_SESSIONS,
                 "sessions_in_scope": scope.sessions_in_scope, **semantic.idle_state().as_dict()}
