@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
+from filelock import FileLock
 
 from builders import History, dispatch, git_init, register_plugin
 from project_history_recall.faces.cli import main
+from project_history_recall.services.semantic import SYNC_EMBED_BUDGET
 
 
 def phr(*args: str) -> tuple[int, dict]:
@@ -82,3 +85,32 @@ def test_arguments_that_name_nothing_are_refused_or_warned(indexed, tmp_path, mo
     assert reply["success"] is True and "no-such-branch" in reply["warning"]
     reply = dispatch("project_history", {"operation": "timeline", "limit": -3}, session_id="now")
     assert reply["success"] is False and reply["code"] == "bad_argument"
+
+
+def test_vectors_are_built_in_a_detached_process_after_the_cli_builds_keywords(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = str(git_init(tmp_path / "repo"))
+    sessions = SYNC_EMBED_BUDGET // 2 + 4  # more messages than a search embeds on the spot
+    for n in range(sessions):
+        h.session(f"s{n}", repo, f"note {n} about the heron pipeline", f"answer {n} about herons")
+    home = str(h.root)
+    lock = FileLock(str(h.root / "plugins" / "project-history-recall" / "embed.lock"))
+    lock.acquire()  # another process is embedding: nothing new is started, and both reads say so alike
+    try:
+        code, found = phr("--home", home, "search", "heron", "--cwd", repo, "--mode", "semantic")
+        code_status, status = phr("--home", home, "status", "--cwd", repo)
+    finally:
+        lock.release()
+    assert code == code_status == 0 and found["results"]
+    assert found["semantic_status"] == status["semantic_status"] == "indexing"
+    assert found["semantic_pending"] == status["semantic_pending"] > SYNC_EMBED_BUDGET
+    assert "keyword results" in found["semantic_message"]
+    code, found = phr("--home", home, "search", "heron", "--cwd", repo, "--mode", "keyword")
+    assert code == 0 and found["semantic_status"] == "indexing" and "background process" in found["semantic_message"]
+    os.waitpid(found["embedding_pid"], 0)  # it outlives the command that started it
+    code, status = phr("--home", home, "status", "--cwd", repo)
+    assert status["semantic_status"] == "ready" and status["semantic"]["vectors_indexed"] >= 2 * sessions
+    code, found = phr("--home", home, "search", "heron pipeline", "--cwd", repo, "--mode", "semantic")
+    assert found["semantic_status"] == "ready" and "semantic_message" not in found
+    assert {r["score_source"] for r in found["results"]} == {"semantic"}
+    h.close()

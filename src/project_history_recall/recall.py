@@ -66,15 +66,18 @@ def _heals(method: Callable[..., dict]) -> Callable[..., dict]:
 
 class Recall:
     def __init__(self, home: HermesHome | Path | str | None = None, *, probe: Probe = git_probe,
-                 settings: Settings | None = None, background_embedding: bool = False) -> None:
+                 settings: Settings | None = None, background_embedding: bool = False,
+                 detach_embedding: bool = False) -> None:
         if home is None:
             home = HermesHome.current()
         elif not isinstance(home, HermesHome):
             home = HermesHome(Path(home))
         self.workspace = Workspace(home, probe=probe, settings=settings)
-        #: The plugin embeds a large backlog in a background thread; one-shot processes
-        #: (the CLI, benchmarks) leave it to ``phr index`` and report ``partial``.
+        #: The plugin embeds a large backlog in a background thread. A one-shot process that
+        #: exits right after answering (``phr``) hands it to a detached process instead
+        #: (``detach_embedding``); benchmarks do neither and report ``partial``.
         self.semantic = SemanticService(self.workspace, background=background_embedding)
+        self.detach_embedding = detach_embedding
         self.last_freshness: freshness.Freshness | None = None
 
     @property
@@ -150,6 +153,8 @@ class Recall:
                 raise RecallError("the index is not built yet and automatic indexing is off: run "
                                   "project_history_index (or /recall index, phr index)", "no_index") from exc
             raise
+        if self.detach_embedding and isinstance(payload, dict) and payload.get("semantic_status") == "partial":
+            self._embed_detached(payload)
         fresh = self.last_freshness
         if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
             payload.setdefault("index_status", fresh.state)
@@ -158,6 +163,20 @@ class Recall:
             if fresh.warning:
                 payload.setdefault("warning", fresh.warning)
         return payload
+
+    def _embed_detached(self, payload: dict) -> None:
+        """A vector backlog this one-shot process will not live to embed: a detached process
+        does it (or the answer says what to run)."""
+        pid = jobs.embed_in_background(self.workspace)
+        pending = payload.get("semantic_pending", 0)
+        if pid is not None:
+            payload["semantic_status"] = "indexing"
+            payload["embedding_pid"] = pid
+            said = (f"{pending} messages have no vectors yet: a background process (pid {pid}) is "
+                    "embedding them; `phr status` shows progress")
+        else:
+            said = f"{pending} messages have no vectors yet: run `phr index` to embed them now"
+        payload["semantic_message"] = " ".join(filter(None, [payload.get("semantic_message"), said]))
 
     # -- reads --------------------------------------------------------------------
     #

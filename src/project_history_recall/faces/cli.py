@@ -22,7 +22,7 @@ def _home(path: str | None) -> HermesHome:
 def _recall(ctx: click.Context):
     from project_history_recall.recall import Recall
 
-    return Recall(ctx.obj["home"])
+    return Recall(ctx.obj["home"], detach_embedding=True)
 
 
 def _emit(payload: dict, as_json: bool, human) -> None:

@@ -53,6 +53,8 @@ def search(payload: dict) -> str:
              f"sessions in scope · semantic: {payload.get('semantic_status')}"]
     if payload.get("message"):
         lines.append(str(payload["message"]))
+    if payload.get("semantic_message"):
+        lines.append(str(payload["semantic_message"]))
     for n, r in enumerate(payload.get("results", []), start=1):
         title = r.get("title") or "(untitled)"
         where = f", {_project_name(r['project'])}" if r.get("project") else ""
@@ -99,8 +101,9 @@ def _status(payload: dict) -> str:
         lines.append(job_line(payload["job"]))
     consent = payload.get("consent") or {}
     semantic = payload.get("semantic") or {}
+    pending = f", {payload['semantic_pending']} messages waiting" if payload.get("semantic_pending") else ""
     lines.append(f"semantic: {payload.get('semantic_status')} ({semantic.get('provider')}, "
-                 f"{semantic.get('vectors_indexed', 0)} vectors) · consent: "
+                 f"{semantic.get('vectors_indexed', 0)} vectors{pending}) · consent: "
                  f"{'given' if consent.get('given') else 'not needed' if not consent.get('required') else 'missing'}")
     sent = payload.get("sent") or {}
     if sent.get("requests"):

@@ -37,6 +37,8 @@ CONSENT_MESSAGE = ("Semantic search is configured to send this project's history
                    "the user's consent first (nothing has been sent). Ask the user; if they agree, they run "
                    "`/recall consent` (this project) or `/recall consent all`. Keyword results are below.")
 
+KEYWORD_STAND_IN = "No semantic matches (semantic search is {status}): these are keyword results."
+
 
 @dataclass(frozen=True)
 class Question:
@@ -93,6 +95,8 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
     response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
     if state.status == "consent_required" and mode != "keyword":
         response["semantic_message"] = CONSENT_MESSAGE.format(endpoint=settings.embedding.endpoint)
+    elif mode == "semantic" and not vector_hits and results:
+        response["semantic_message"] = KEYWORD_STAND_IN.format(status=state.status)
     if not results:
         response["message"] = "No matching messages in this project"
     return response
