@@ -114,3 +114,19 @@ def test_vectors_are_built_in_a_detached_process_after_the_cli_builds_keywords(t
     assert found["semantic_status"] == "ready" and "semantic_message" not in found
     assert {r["score_source"] for r in found["results"]} == {"semantic"}
     h.close()
+
+
+def test_human_output_counts_in_words_and_marks_whole_words(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = str(git_init(tmp_path / "repo"))
+    h.session("old", repo, "we chose the RetryPolicy class", "fine")
+    home = str(h.root)
+    code, out = phr_text("--home", home, "index")
+    assert code == 0 and "indexed 1 changed session of 1 (2 messages)" in out
+    code, out = phr_text("--home", home, "search", "retry", "--cwd", repo)
+    assert code == 0 and "**RetryPolicy**" in out and "1 session in scope" in out
+    code, out = phr_text("--home", home, "status", "--cwd", repo)
+    assert "1 session, 2 messages" in out and " 1 sessions" not in out
+    code, out = phr_text("--home", home, "timeline", "--cwd", repo)
+    assert "1 of 1 session," in out and "[2 msgs]" in out
+    h.close()
