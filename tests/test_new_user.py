@@ -130,3 +130,11 @@ def test_human_output_counts_in_words_and_marks_whole_words(tmp_path):
     code, out = phr_text("--home", home, "timeline", "--cwd", repo)
     assert "1 of 1 session," in out and "[2 msgs]" in out
     h.close()
+
+
+def test_tests_run_in_a_temporary_home_without_language_servers(tmp_path, monkeypatch):
+    from agent.lsp import get_service
+
+    assert "pytest-of-" in os.path.expanduser("~")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
+    assert get_service() is None  # no pyright install, no language server
