@@ -138,3 +138,9 @@ def test_tests_run_in_a_temporary_home_without_language_servers(tmp_path, monkey
     assert "pytest-of-" in os.path.expanduser("~")
     monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
     assert get_service() is None  # no pyright install, no language server
+
+
+def test_demo_takes_json_like_every_command(tmp_path):
+    code, payload = phr("--home", str(tmp_path / "none"), "demo", "--demo-home", str(tmp_path / "demo"))
+    assert code == 0 and payload["demo"] is True and len(payload["searches"]) == 5
+    assert all(s["success"] and s["results"] for s in payload["searches"])

@@ -216,12 +216,18 @@ def install(ctx: click.Context, as_json: bool) -> None:
 
 @main.command()
 @click.option("--demo-home", default=None, help="Where to build the demo home (default: a cache folder).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
-def demo(ctx: click.Context, demo_home: str | None) -> None:
+def demo(ctx: click.Context, demo_home: str | None, as_json: bool) -> None:
     """Index your Hermes history (or a built-in demo one when you have none) and run a few searches."""
     from project_history_recall.faces.demo import run_demo
 
-    run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None, echo=click.echo, print_search=print_search)
+    def quiet(_: object) -> None:
+        return None
+
+    _run(lambda: run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None,
+                          echo=quiet if as_json else click.echo, print_search=quiet if as_json else print_search),
+         as_json, quiet)
 
 
 
