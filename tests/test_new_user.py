@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 from filelock import FileLock
 
-from builders import History, dispatch, git_init, register_plugin
+from builders import History, dispatch, git_init, register_plugin, tool_call
 from project_history_recall.faces.cli import main
 from project_history_recall.services.semantic import SYNC_EMBED_BUDGET
 
@@ -144,3 +144,19 @@ def test_demo_takes_json_like_every_command(tmp_path):
     code, payload = phr("--home", str(tmp_path / "none"), "demo", "--demo-home", str(tmp_path / "demo"))
     assert code == 0 and payload["demo"] is True and len(payload["searches"]) == 5
     assert all(s["success"] and s["results"] for s in payload["searches"])
+
+
+def test_past_recall_queries_do_not_outrank_the_history_they_searched(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = str(git_init(tmp_path / "repo"))
+    h.session("real", repo, "we chose exponential backoff for the quokka retry policy", "done")
+    h.session("asked", repo, "what did we pick for quokka retries?",
+              ("assistant", "", {"tool_calls": [tool_call("c1", "project_history_search",
+                                                          {"query": "quokka retry policy backoff"})]}),
+              ("tool", '{"results": []}', {"tool_call_id": "c1"}))
+    code, payload = phr("--home", str(h.root), "search", "quokka retry policy", "--cwd", repo,
+                        "--kinds", "tool_call")
+    assert code == 0 and payload["results"] == []
+    code, payload = phr("--home", str(h.root), "search", "quokka retry policy", "--cwd", repo)
+    assert code == 0 and payload["results"][0]["session_id"] == "real"
+    h.close()

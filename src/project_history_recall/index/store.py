@@ -118,11 +118,17 @@ _V4 = """
 CREATE TABLE edit_state (session_id TEXT PRIMARY KEY, content_signature TEXT NOT NULL)
 """
 
+# The plugin's own recall tool calls are no longer indexed (issue 19.4): every session is
+# read once more, so the calls already indexed go.
+_V5 = """
+UPDATE sessions SET content_signature = ''
+"""
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
                              "edit_state"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _V5]
 
 
 def schema_version() -> int:
