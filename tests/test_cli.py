@@ -33,7 +33,7 @@ def test_search_index_status_round_trip(tmp_path):
     code, out = run("--home", home, "search", "pelican", "--cwd", str(repo))
     assert code == 0 and "@session:old" in out and "**pelican**" in out
     code, out = run("--home", home, "index", "--force")
-    assert code == 0 and "indexed 1 changed sessions of 1" in out
+    assert code == 0 and "indexed 1 changed session of 1" in out
     h.close()
 
 

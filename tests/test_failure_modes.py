@@ -98,12 +98,14 @@ def test_bad_arguments_are_clear_errors(tmp_path, args):
     assert reply["success"] is False and reply["code"] == "bad_argument" and reply["error"]
 
 
-def test_limit_is_clamped(tmp_path):
+def test_limit_is_capped_and_below_one_is_refused(tmp_path):
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")
     for i in range(12):
         h.session(f"s{i}", repo, f"ibex note {i}")
     h.session("now", repo)
     assert len(dispatch("project_history_search", {"query": "ibex", "limit": 50}, "now")["results"]) == 10
-    assert len(dispatch("project_history_search", {"query": "ibex", "limit": 0}, "now")["results"]) == 1
+    for bad in (0, -3, "0"):
+        reply = dispatch("project_history_search", {"query": "ibex", "limit": bad}, "now")
+        assert reply["success"] is False and reply["code"] == "bad_argument" and "at least 1" in reply["error"]
     assert len(dispatch("project_history_search", {"query": "ibex"}, "now")["results"]) == 3

@@ -35,6 +35,8 @@ def choice(value: object, allowed: tuple[str, ...], name: str, default: str) -> 
 
 
 def clamped_int(value: object, name: str, default: int, low: int, high: int) -> int:
+    """A whole number, capped at ``high`` (a documented maximum); below ``low`` is an error,
+    not a guess: ``limit: 0`` or ``-3`` means the caller wanted something else."""
     if value is None or value == "":
         return default
     if isinstance(value, bool):
@@ -45,7 +47,9 @@ def clamped_int(value: object, name: str, default: int, low: int, high: int) -> 
         number = None
     if number is None:
         raise bad_argument(f"{name} must be a whole number")
-    return max(low, min(high, number))
+    if number < low:
+        raise bad_argument(f"{name} must be at least {low} (got {number})")
+    return min(high, number)
 
 
 def flag(value: object) -> bool:

@@ -10,10 +10,16 @@ from filelock import FileLock, Timeout
 
 from project_history_recall.errors import RecallError
 
+READ_ONLY = "index_read_only"
+
 
 @contextlib.contextmanager
 def exclusive(path: Path, timeout: float, busy: str) -> Iterator[None]:
-    """Hold the lock file at ``path``; after ``timeout`` seconds, ``RecallError(busy, "index_busy")``."""
+    """Hold the lock file at ``path``; after ``timeout`` seconds, ``RecallError(busy, "index_busy")``.
+
+    A lock file that cannot be opened for writing (a read-only file system or folder, a
+    foreign owner) is ``RecallError(..., "index_read_only")``: a reader can still answer
+    from the index as it stands, a writer has a code to show instead of a traceback."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -23,6 +29,9 @@ def exclusive(path: Path, timeout: float, busy: str) -> Iterator[None]:
         lock.acquire(timeout=timeout)
     except Timeout as exc:
         raise RecallError(busy, "index_busy") from exc
+    except OSError as exc:
+        raise RecallError(f"the index cannot be updated: its lock file {path} is not writable ({exc.strerror or exc})",
+                          READ_ONLY) from exc
     try:
         yield
     finally:

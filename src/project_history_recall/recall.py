@@ -66,15 +66,18 @@ def _heals(method: Callable[..., dict]) -> Callable[..., dict]:
 
 class Recall:
     def __init__(self, home: HermesHome | Path | str | None = None, *, probe: Probe = git_probe,
-                 settings: Settings | None = None, background_embedding: bool = False) -> None:
+                 settings: Settings | None = None, background_embedding: bool = False,
+                 detach_embedding: bool = False) -> None:
         if home is None:
             home = HermesHome.current()
         elif not isinstance(home, HermesHome):
             home = HermesHome(Path(home))
         self.workspace = Workspace(home, probe=probe, settings=settings)
-        #: The plugin embeds a large backlog in a background thread; one-shot processes
-        #: (the CLI, benchmarks) leave it to ``phr index`` and report ``partial``.
+        #: The plugin embeds a large backlog in a background thread. A one-shot process that
+        #: exits right after answering (``phr``) hands it to a detached process instead
+        #: (``detach_embedding``); benchmarks do neither and report ``partial``.
         self.semantic = SemanticService(self.workspace, background=background_embedding)
+        self.detach_embedding = detach_embedding
         self.last_freshness: freshness.Freshness | None = None
 
     @property
@@ -122,6 +125,11 @@ class Recall:
         return jobs.run_in_foreground(self.workspace, force=force, reason=reason, progress=progress,
                                       embed_progress=embed_progress)
 
+    def check_asker(self, session_id: str | None, cwd: str | None) -> None:
+        """Refuse a ``session_id`` or ``cwd`` a person typed that names nothing (see
+        :meth:`.Workspace.check_asker`)."""
+        self.workspace.check_asker(session_id, cwd)
+
     def fresh_reader(self) -> sqlite3.Connection:
         """A reader over an index brought up to date first (``no_index`` when there is none)."""
         self.ensure_fresh()
@@ -145,6 +153,8 @@ class Recall:
                 raise RecallError("the index is not built yet and automatic indexing is off: run "
                                   "project_history_index (or /recall index, phr index)", "no_index") from exc
             raise
+        if self.detach_embedding and isinstance(payload, dict) and payload.get("semantic_status") == "partial":
+            self._embed_detached(payload)
         fresh = self.last_freshness
         if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
             payload.setdefault("index_status", fresh.state)
@@ -153,6 +163,20 @@ class Recall:
             if fresh.warning:
                 payload.setdefault("warning", fresh.warning)
         return payload
+
+    def _embed_detached(self, payload: dict) -> None:
+        """A vector backlog this one-shot process will not live to embed: a detached process
+        does it (or the answer says what to run)."""
+        pid = jobs.embed_in_background(self.workspace)
+        pending = payload.get("semantic_pending", 0)
+        if pid is not None:
+            payload["semantic_status"] = "indexing"
+            payload["embedding_pid"] = pid
+            said = (f"{pending} messages have no vectors yet: a background process (pid {pid}) is "
+                    "embedding them; `phr status` shows progress")
+        else:
+            said = f"{pending} messages have no vectors yet: run `phr index` to embed them now"
+        payload["semantic_message"] = " ".join(filter(None, [payload.get("semantic_message"), said]))
 
     # -- reads --------------------------------------------------------------------
     #
@@ -295,7 +319,8 @@ class Recall:
             result = code_history.code_history(conn, scope.session_ids, text, symbol=symbol_text,
                                                query=query_text, branch=branch_text, budget_chars=budget_chars,
                                                limit=count)
-            return {**base, **result}
+            warning = scope.branch_warning(branch_text)
+            return {**base, **result, **({"warning": warning} if warning else {})}
         finally:
             conn.close()
 

@@ -22,7 +22,7 @@ def _home(path: str | None) -> HermesHome:
 def _recall(ctx: click.Context):
     from project_history_recall.recall import Recall
 
-    return Recall(ctx.obj["home"])
+    return Recall(ctx.obj["home"], detach_embedding=True)
 
 
 def _emit(payload: dict, as_json: bool, human) -> None:
@@ -68,9 +68,16 @@ def _asker(cwd: str | None) -> str | None:
     return str(Path(cwd).expanduser().resolve()) if cwd is not None else None
 
 
-def _fresh(ctx: click.Context, call) -> dict:
-    """A read that says "building" / "updating" the way the tools do."""
+def _checked(ctx: click.Context, session_id: str | None, cwd: str | None):
+    """The facade, once the ``--session`` and ``--cwd`` the person typed name something real."""
     recall = _recall(ctx)
+    recall.check_asker(session_id, cwd)
+    return recall
+
+
+def _fresh(ctx: click.Context, call, session_id: str | None = None, cwd: str | None = None) -> dict:
+    """A read that says "building" / "updating" the way the tools do."""
+    recall = _checked(ctx, session_id, cwd)
     return recall.answer(lambda: call(recall))
 
 
@@ -94,7 +101,8 @@ def search(ctx: click.Context, query: tuple[str, ...], cwd: str | None, session_
     cwd = _asker(cwd)
     _run(lambda: _fresh(ctx, lambda r: r.search(" ".join(query), session_id=session_id, cwd=cwd, mode=mode,
                                                  limit=limit, after=after, before=before, kinds=kinds,
-                                                 scope="all" if all_projects else "project", branch=branch)),
+                                                 scope="all" if all_projects else "project", branch=branch),
+                       session_id, cwd),
          as_json, print_search)
 
 
@@ -142,7 +150,8 @@ def index(ctx: click.Context, force: bool, background: bool, as_json: bool) -> N
 @click.pass_context
 def status(ctx: click.Context, cwd: str | None, session_id: str | None, branch: str | None, as_json: bool) -> None:
     """Index health; answers even when there is no index (and never creates one)."""
-    _run(lambda: _recall(ctx).status(session_id=session_id, cwd=_asker(cwd), branch=branch), as_json,
+    _run(lambda: _checked(ctx, session_id, _asker(cwd)).status(session_id=session_id, cwd=_asker(cwd),
+                                                               branch=branch), as_json,
          _echo(humanize.status))
 
 
@@ -174,7 +183,8 @@ def timeline(ctx: click.Context, cwd: str | None, session_id: str | None, all_pr
     """Sessions newest first, in this project (or every project)."""
     _run(lambda: _fresh(ctx, lambda r: r.timeline(session_id=session_id, cwd=_asker(cwd),
                                                   scope="all" if all_projects else "project", after=after,
-                                                  before=before, branch=branch, limit=limit)),
+                                                  before=before, branch=branch, limit=limit),
+                       session_id, _asker(cwd)),
          as_json, _echo(humanize.timeline))
 
 
@@ -186,7 +196,8 @@ def timeline(ctx: click.Context, cwd: str | None, session_id: str | None, all_pr
 @click.pass_context
 def projects(ctx: click.Context, cwd: str | None, session_id: str | None, branch: str | None, as_json: bool) -> None:
     """Every project with its sessions and messages; * marks the current one."""
-    _run(lambda: _fresh(ctx, lambda r: r.projects(session_id=session_id, cwd=_asker(cwd), branch=branch)),
+    _run(lambda: _fresh(ctx, lambda r: r.projects(session_id=session_id, cwd=_asker(cwd), branch=branch),
+                        session_id, _asker(cwd)),
          as_json, _echo(humanize.projects))
 
 
@@ -205,12 +216,18 @@ def install(ctx: click.Context, as_json: bool) -> None:
 
 @main.command()
 @click.option("--demo-home", default=None, help="Where to build the demo home (default: a cache folder).")
+@click.option("--json", "as_json", is_flag=True, help="JSON output for scripts.")
 @click.pass_context
-def demo(ctx: click.Context, demo_home: str | None) -> None:
+def demo(ctx: click.Context, demo_home: str | None, as_json: bool) -> None:
     """Index your Hermes history (or a built-in demo one when you have none) and run a few searches."""
     from project_history_recall.faces.demo import run_demo
 
-    run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None, echo=click.echo, print_search=print_search)
+    def quiet(_: object) -> None:
+        return None
+
+    _run(lambda: run_demo(ctx.obj["home"], Path(demo_home) if demo_home else None,
+                          echo=quiet if as_json else click.echo, print_search=quiet if as_json else print_search),
+         as_json, quiet)
 
 
 
@@ -228,8 +245,9 @@ def code_history(ctx: click.Context, path: str, symbol: str | None, query: str |
                  limit: int | None, cwd: str | None, session_id: str | None, as_json: bool) -> None:
     """How a file's code evolved across this project's sessions, oldest round first."""
     asker = _asker(cwd) if cwd is not None else (None if session_id else os.getcwd())
-    _run(lambda: _recall(ctx).code_history(path, session_id=session_id, cwd=asker, symbol=symbol, query=query,
-                                           branch=branch, limit=limit), as_json, _echo(humanize.code_history))
+    _run(lambda: _checked(ctx, session_id, asker).code_history(path, session_id=session_id, cwd=asker,
+                                                               symbol=symbol, query=query, branch=branch,
+                                                               limit=limit), as_json, _echo(humanize.code_history))
 
 
 @main.command()
@@ -240,8 +258,9 @@ def code_history(ctx: click.Context, path: str, symbol: str | None, query: str |
 @click.pass_context
 def consent(ctx: click.Context, all_projects: bool, revoke: bool, cwd: str | None, as_json: bool) -> None:
     """Consent to sending history to the configured remote embedding provider (secrets redacted)."""
-    _run(lambda: _recall(ctx).consent(cwd=_asker(cwd) if cwd else os.getcwd(), everywhere=all_projects,
-                                      revoke=revoke), as_json, _echo(humanize.consent))
+    _run(lambda: _checked(ctx, None, _asker(cwd)).consent(cwd=_asker(cwd) if cwd else os.getcwd(),
+                                                          everywhere=all_projects, revoke=revoke),
+         as_json, _echo(humanize.consent))
 
 if __name__ == "__main__":  # pragma: no cover
     main()

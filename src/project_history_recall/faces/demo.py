@@ -112,7 +112,9 @@ DEMO_QUERIES = [
 
 
 def run_demo(home: HermesHome, demo_root: Path | None, *, echo: Callable[[str], None],
-             print_search: Callable[[dict], None]) -> None:
+             print_search: Callable[[dict], None]) -> dict:
+    """Prints the demo for a person (``echo``, ``print_search``) and returns the same as data
+    (what ``phr demo --json`` shows): the home used, the index report and each search."""
     from project_history_recall.recall import Recall
 
     if home.state_db.is_file() and demo_root is None:
@@ -124,7 +126,8 @@ def run_demo(home: HermesHome, demo_root: Path | None, *, echo: Callable[[str], 
         status = recall.status()
         echo(f"{status.get('sessions_indexed')} sessions, {status.get('messages_indexed')} messages indexed.")
         echo('Try: phr search "what did we decide about X" --cwd /path/to/your/project')
-        return
+        return {"success": True, "hermes_home": str(home.root), "demo": False, "index": report.as_dict(),
+                "searches": []}
     root = demo_root or Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / \
         "project-history-recall" / "demo-home"
     echo(f"No Hermes history found at {home.root}; building a demo one at {root}.")
@@ -132,7 +135,11 @@ def run_demo(home: HermesHome, demo_root: Path | None, *, echo: Callable[[str], 
     recall = Recall(demo_home)
     report = recall.refresh()
     echo(f"Indexed {report.sessions_total} sessions ({report.messages_read} messages) in {report.seconds:.2f}s.\n")
+    searches = []
     for session_id, query in DEMO_QUERIES:
         echo(f"$ phr --home {root} search --session {session_id} {query!r}")
-        print_search(recall.search(query, session_id=session_id, limit=3))
+        found = recall.search(query, session_id=session_id, limit=3)
+        searches.append(found)
+        print_search(found)
         echo("")
+    return {"success": True, "hermes_home": str(root), "demo": True, "index": report.as_dict(), "searches": searches}

@@ -12,6 +12,14 @@ from collections.abc import Callable
 SEARCH_PREVIEW = 10
 
 
+def count(n: object, noun: str, plural: str | None = None) -> str:
+    """``1 session``, ``2 sessions`` (a missing number reads ``?``)."""
+    many = plural or noun + "s"
+    if not isinstance(n, int):
+        return f"? {many}"
+    return f"{n} {noun}" if n == 1 else f"{n} {many}"
+
+
 def _project_name(project: dict | None) -> str:
     project = project or {}
     if project.get("kind") == "home":
@@ -49,10 +57,13 @@ def _guard(fn: Callable[[dict], str]) -> Callable[[dict], str]:
 
 @_guard
 def search(payload: dict) -> str:
-    lines = [f"project: {_project_name(payload.get('project'))} · {payload.get('sessions_in_scope', 0)} "
-             f"sessions in scope · semantic: {payload.get('semantic_status')}"]
+    in_scope = count(payload.get('sessions_in_scope', 0), 'session')
+    lines = [f"project: {_project_name(payload.get('project'))} · {in_scope} in scope · "
+             f"semantic: {payload.get('semantic_status')}"]
     if payload.get("message"):
         lines.append(str(payload["message"]))
+    if payload.get("semantic_message"):
+        lines.append(str(payload["semantic_message"]))
     for n, r in enumerate(payload.get("results", []), start=1):
         title = r.get("title") or "(untitled)"
         where = f", {_project_name(r['project'])}" if r.get("project") else ""
@@ -85,8 +96,10 @@ def _status(payload: dict) -> str:
     lines = [f"project-history-recall {payload.get('version', '')} · Hermes home {payload.get('hermes_home')}"]
     lines.append(f"index: {payload.get('index_status')} · {payload.get('index_path')}")
     if payload.get("index_exists"):
-        lines.append(f"  {payload.get('sessions_indexed')} sessions, {payload.get('messages_indexed')} messages, "
-                     f"{payload.get('entries_indexed')} entries · {_size(payload.get('index_bytes'))}")
+        lines.append(f"  {count(payload.get('sessions_indexed'), 'session')}, "
+                     f"{count(payload.get('messages_indexed'), 'message')}, "
+                     f"{count(payload.get('entries_indexed'), 'entry', 'entries')} · "
+                     f"{_size(payload.get('index_bytes'))}")
         seconds = payload.get("last_index_seconds")
         took = f" (took {seconds:.2f}s)" if isinstance(seconds, int | float) else ""
         lines.append(f"  last indexed {payload.get('last_index_at') or 'never'}{took}")
@@ -99,8 +112,9 @@ def _status(payload: dict) -> str:
         lines.append(job_line(payload["job"]))
     consent = payload.get("consent") or {}
     semantic = payload.get("semantic") or {}
+    pending = f", {payload['semantic_pending']} messages waiting" if payload.get("semantic_pending") else ""
     lines.append(f"semantic: {payload.get('semantic_status')} ({semantic.get('provider')}, "
-                 f"{semantic.get('vectors_indexed', 0)} vectors) · consent: "
+                 f"{semantic.get('vectors_indexed', 0)} vectors{pending}) · consent: "
                  f"{'given' if consent.get('given') else 'not needed' if not consent.get('required') else 'missing'}")
     sent = payload.get("sent") or {}
     if sent.get("requests"):
@@ -108,8 +122,8 @@ def _status(payload: dict) -> str:
                      f"{sent.get('chars', 0)} characters (counts only)")
     project = payload.get("project")
     if project:
-        count = f" · {payload['sessions_in_project']} sessions" if "sessions_in_project" in payload else ""
-        lines.append(f"current project: {_project_name(project)} ({project.get('kind')}){count}")
+        size = f" · {count(payload['sessions_in_project'], 'session')}" if "sessions_in_project" in payload else ""
+        lines.append(f"current project: {_project_name(project)} ({project.get('kind')}){size}")
     if payload.get("message"):
         lines.append(str(payload["message"]))
     return "\n".join(lines)
@@ -122,11 +136,13 @@ status = _guard(_status)
 def index(payload: dict) -> str:
     if payload.get("status") == "running":
         return str(payload.get("message"))
-    line = (f"indexed {payload.get('sessions_updated', 0)} changed sessions of {payload.get('sessions_total', 0)} "
-            f"({payload.get('messages_read', 0)} messages) in {float(payload.get('seconds') or 0):.2f}s")
+    line = (f"indexed {count(payload.get('sessions_updated', 0), 'changed session')} of "
+            f"{payload.get('sessions_total', 0)} ({count(payload.get('messages_read', 0), 'message')}) "
+            f"in {float(payload.get('seconds') or 0):.2f}s")
     embedding = payload.get("embedding") or {}
     if embedding.get("embedded"):
-        line += f"; embedded {embedding['embedded']} messages in {float(embedding.get('embed_seconds') or 0):.1f}s"
+        seconds = float(embedding.get('embed_seconds') or 0)
+        line += f"; embedded {count(embedding['embedded'], 'message')} in {seconds:.1f}s"
     elif embedding.get("semantic_status") not in (None, "ready"):
         line += f"; semantic search: {embedding['semantic_status']}"
     return line
@@ -137,22 +153,22 @@ def projects(payload: dict) -> str:
     lines = []
     for p in payload.get("projects", []):
         mark = "*" if p.get("current") else " "
-        lines.append(f"{mark} {_project_name(p)} ({p.get('kind')})  {p.get('sessions')} sessions, "
-                     f"{p.get('messages')} messages, last {p.get('last_activity') or '-'}")
+        lines.append(f"{mark} {_project_name(p)} ({p.get('kind')})  {count(p.get('sessions'), 'session')}, "
+                     f"{count(p.get('messages'), 'message')}, last {p.get('last_activity') or '-'}")
     return "\n".join(lines) or "No projects yet."
 
 
 @_guard
 def timeline(payload: dict) -> str:
     scope = "every project" if payload.get("scope") == "all" else _project_name(payload.get("project"))
-    lines = [f"{scope}: {payload.get('shown', 0)} of {payload.get('total', 0)} sessions, newest first"]
+    lines = [f"{scope}: {payload.get('shown', 0)} of {count(payload.get('total', 0), 'session')}, newest first"]
     if payload.get("message"):
         lines.append(str(payload["message"]))
     for s in payload.get("sessions", []):
         where = f"  · {_project_name(s['project'])}" if s.get("project") else ""
         mark = " (this session)" if s.get("current") else ""
         lines.append(f"{s.get('last_active') or s.get('when')}  {s['link']}  {s.get('label')}  "
-                     f"[{s.get('message_count')} msgs]{where}{mark}")
+                     f"[{count(s.get('message_count'), 'msg')}]{where}{mark}")
     return "\n".join(lines)
 
 
@@ -191,7 +207,7 @@ def code_history(payload: dict) -> str:
     rounds = payload.get("rounds") or []
     if not rounds:
         return str(payload.get("message") or f"No recorded edits of {payload.get('path')} in this project.")
-    lines = [f"{payload.get('path')}: {len(rounds)} round(s), oldest first"]
+    lines = [f"{payload.get('path')}: {count(len(rounds), 'round')}, oldest first"]
     for n, r in enumerate(rounds, start=1):
         where = f" in {r['symbol']}" if r.get("symbol") else ""
         kept = {True: "  [still in the file]", False: "  [no longer in the file]"}.get(r.get("still_in_file"), "")

@@ -122,10 +122,17 @@ def entry_tokens(kind: str, text: str) -> str:
     return index_text(searchable_text(kind, text))
 
 
+#: This plugin's own reading tools. A past recall query repeats the words of what it looked
+#: for, so it would outrank the history it searched: their calls are not indexed.
+OWN_READ_TOOLS = frozenset({"project_history_search", "project_history", "project_history_index",
+                            "project_code_history"})
+
+
 def session_entries(session: SourceSession, messages: list[SourceMessage]) -> list[Entry]:
     """What is worth finding in a session: its title, what the user typed, what the
-    assistant said (never its reasoning), and each tool call's name and arguments.
-    Tool results are not indexed; a short head rides along as the call's context."""
+    assistant said (never its reasoning), and each tool call's name and arguments
+    (except :data:`OWN_READ_TOOLS`). Tool results are not indexed; a short head rides
+    along as the call's context."""
     results = {m.tool_call_id: m.content for m in messages if m.role == "tool" and m.tool_call_id}
     entries: list[Entry] = []
     if session.title:
@@ -139,6 +146,8 @@ def session_entries(session: SourceSession, messages: list[SourceMessage]) -> li
                 entries.append(Entry(message.id, position, "assistant", "assistant", None,
                                      message.timestamp, _cap(message.content)))
             for call in message.tool_calls:
+                if call.name in OWN_READ_TOOLS:
+                    continue
                 head = results.get(call.id)
                 entries.append(Entry(
                     message.id, position, "tool_call", "assistant", call.name, message.timestamp,

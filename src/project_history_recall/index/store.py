@@ -155,11 +155,17 @@ def short_hash(content_hash: str) -> bytes:
     return bytes.fromhex(content_hash)[:16]
 
 
+# The plugin's own recall tool calls are no longer indexed (issue 19.4): every session is
+# read once more, so the calls already indexed go.
+_V6 = """
+UPDATE sessions SET content_signature = ''
+"""
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
                              "edit_state", "models"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6]
 
 
 def schema_version() -> int:
@@ -280,16 +286,32 @@ class Index:
         if not self.exists():
             return None
         try:
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?mode=ro", uri=True,
-                                   isolation_level=None, check_same_thread=False, timeout=5.0)
-            conn.row_factory = sqlite3.Row
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            conn, version = self._reader("mode=ro")
+        except sqlite3.OperationalError as exc:
+            if getattr(exc, "sqlite_errorcode", None) != sqlite3.SQLITE_CANTOPEN:
+                return None
+            # A WAL index in a folder nobody may write to (a read-only home) cannot get its
+            # shared-memory file: read the file as it stands; the refresh says it is stale.
+            try:
+                conn, version = self._reader("mode=ro&immutable=1")
+            except sqlite3.DatabaseError:
+                return None
         except sqlite3.DatabaseError:
             return None
         if version != len(MIGRATIONS):
             conn.close()
             return None
         return conn
+
+    def _reader(self, flags: str) -> tuple[sqlite3.Connection, int]:
+        conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?{flags}", uri=True,
+                               isolation_level=None, check_same_thread=False, timeout=5.0)
+        conn.row_factory = sqlite3.Row
+        try:
+            return conn, conn.execute("PRAGMA user_version").fetchone()[0]
+        except sqlite3.DatabaseError:
+            conn.close()
+            raise
 
     def move_aside(self, reason: str) -> None:
         """Keep a damaged file for inspection and make room for a rebuild."""

@@ -29,6 +29,16 @@ class Scope:
     session_ids: list[str]
     sessions_in_scope: int
     identities: dict[str, Identity] = field(default_factory=dict)
+    #: The branches recorded by the project's sessions (before narrowing to one).
+    branches: frozenset[str] = frozenset()
+
+    def branch_warning(self, branch: str | None) -> str | None:
+        """Why a ``branch`` narrowing found nothing: no session of the project was on it
+        (a typo, or a branch never worked on here), rather than a bare "no other sessions"."""
+        if not branch or branch in self.branches:
+            return None
+        known = ", ".join(sorted(self.branches)[:10]) or "none recorded"
+        return f"no session here was recorded on branch '{branch}' (branches seen: {known})"
 
 
 @dataclass
@@ -85,6 +95,7 @@ def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identi
     members: list[str] = []
     identities: dict[str, Identity] = {}
     in_scope = 0
+    branches = frozenset(row["branch"] for _sid, _ident, row in candidates if row["branch"])
     for sid, ident, row in candidates:
         if branch and row["branch"] and row["branch"] != branch:
             continue
@@ -92,7 +103,7 @@ def compute_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identi
         if sid != current_id:
             members.append(sid)
             identities[sid] = ident
-    return Scope(identity, members, in_scope, identities)
+    return Scope(identity, members, in_scope, identities, branches)
 
 
 def reader_scope(conn: sqlite3.Connection, resolver: Resolver, identity: Identity,

@@ -37,6 +37,8 @@ CONSENT_MESSAGE = ("Semantic search is configured to send this project's history
                    "the user's consent first (nothing has been sent). Ask the user; if they agree, they run "
                    "`/recall consent` (this project) or `/recall consent all`. Keyword results are below.")
 
+KEYWORD_STAND_IN = "No semantic matches (semantic search is {status}): these are keyword results."
+
 
 @dataclass(frozen=True)
 class Question:
@@ -57,6 +59,9 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
                 **semantic.idle_state().as_dict()}
     scope = compute_scope(conn, resolver, asker.identity, asker.session_id, everywhere=question.everywhere,
                           branch=question.filters.branch)
+    branch_warning = scope.branch_warning(question.filters.branch)
+    if branch_warning:
+        base["warning"] = branch_warning
     if not scope.session_ids:
         return {**base, "results": [], "message": NO_OTHER_SESSIONS,
                 "sessions_in_scope": scope.sessions_in_scope, **semantic.idle_state().as_dict()}
@@ -90,6 +95,8 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
     response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
     if state.status == "consent_required" and mode != "keyword":
         response["semantic_message"] = CONSENT_MESSAGE.format(endpoint=settings.embedding.endpoint)
+    elif mode == "semantic" and not vector_hits and results:
+        response["semantic_message"] = KEYWORD_STAND_IN.format(status=state.status)
     if not results:
         response["message"] = "No matching messages in this project"
     return response

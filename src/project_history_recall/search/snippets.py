@@ -25,8 +25,9 @@ def _patterns(plan: QueryPlan) -> list[re.Pattern[str]]:
             continue
         escaped = re.escape(surface)
         if surface.isascii() and surface[0].isalnum():
-            # A word matches at a word start and may continue (``timeout`` marks ``timeouts``).
-            patterns.append(re.compile(rf"(?<![A-Za-z0-9]){escaped}[A-Za-z]{{0,3}}", re.IGNORECASE))
+            # A word matches at a word start and is marked to the end of its word (``timeout``
+            # marks ``timeouts``, ``retry`` marks ``RetryPolicy``): never half a word.
+            patterns.append(re.compile(rf"(?<![A-Za-z0-9]){escaped}[A-Za-z0-9]*", re.IGNORECASE))
         else:
             patterns.append(re.compile(escaped, re.IGNORECASE))
     return patterns

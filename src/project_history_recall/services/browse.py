@@ -297,8 +297,12 @@ def timeline(conn: sqlite3.Connection, resolver: Resolver, identity: Identity, c
         if everywhere:
             item["project"] = scope.identities.get(r["id"], identity).as_dict()
         sessions.append(item)
-    return {"success": True, "operation": "timeline", "scope": "all" if everywhere else "project",
-            "project": identity.as_dict(), "sessions": sessions, "total": total, "shown": len(sessions)}
+    payload = {"success": True, "operation": "timeline", "scope": "all" if everywhere else "project",
+               "project": identity.as_dict(), "sessions": sessions, "total": total, "shown": len(sessions)}
+    warning = scope.branch_warning(branch)
+    if warning:
+        payload["warning"] = warning
+    return payload
 
 
 # -- projects ------------------------------------------------------------------------------

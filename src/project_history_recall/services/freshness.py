@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from project_history_recall.errors import RecallError, no_db
+from project_history_recall.locks import READ_ONLY
 from project_history_recall.services import jobs
 
 if TYPE_CHECKING:
@@ -40,6 +41,8 @@ logger = logging.getLogger(__name__)
 FRESH_WAIT = 1.5  # seconds an incremental check may hold up a read
 FIRST_BUILD_WAIT = 5.0  # seconds a first use waits for the initial build
 WORKER_LOCK_WAIT = 2.0  # the worker's wait for the writer lock (a job may hold it)
+#: Refresh failures after which a read still answers from the index as it stands, marked stale.
+STALE_READ_CODES = ("db_unreadable", READ_ONLY)
 
 
 @dataclass
@@ -141,9 +144,10 @@ def ensure(workspace: Workspace, *, wait: float | None = None, first_wait: float
             busy = isinstance(worker.error, RecallError) and worker.error.code == "index_busy"
             if worker.alive() or busy:  # still running, or a writer elsewhere holds the lock
                 fresh = Freshness("updating")
-            elif isinstance(worker.error, RecallError) and worker.error.code == "db_unreadable":
-                # Hermes's database could not be read just now (locked, mid-migration): the
-                # index still answers, and says it may be behind.
+            elif isinstance(worker.error, RecallError) and worker.error.code in STALE_READ_CODES:
+                # Hermes's database could not be read just now (locked, mid-migration), or our
+                # index cannot be written (a read-only home): the index still answers, and says
+                # it may be behind.
                 fresh = Freshness("stale", warning=worker.error.message)
             elif worker.error is not None:
                 raise worker.error

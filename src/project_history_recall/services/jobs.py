@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from project_history_recall.errors import RecallError, no_db
+from project_history_recall.index.vectors import background_running, start_background
 from project_history_recall.locks import exclusive
 from project_history_recall.services.semantic import SemanticService
 from project_history_recall.services.workspace import Workspace
@@ -38,6 +39,7 @@ from project_history_recall.when import format_when
 
 JOBS_DIR = "jobs"
 LAST_REFRESH_FILE = "last_refresh.json"
+EMBED_LOG = "embed.log"
 HEARTBEAT_SECONDS = 2.0
 STALE_SECONDS = 30.0  # a running record whose heartbeat is older than this is dead
 KEEP_FINISHED = 20
@@ -300,17 +302,19 @@ class _Runner:
         return job
 
 
-def _spawn(workspace: Workspace, job: Job) -> int:
-    """Start the detached child; it outlives this call and this process."""
+def _spawn(workspace: Workspace, command: list[str], log_name: str) -> int:
+    """Start a detached child of this module; it outlives this call and this process."""
     env = dict(os.environ, HERMES_HOME=str(workspace.home.root))
-    log = open(workspace.home.data_dir / JOBS_DIR / f"{job.id}.log", "ab")  # noqa: SIM115 - handed to the child
+    log_dir = workspace.home.data_dir / JOBS_DIR
+    log_dir.mkdir(parents=True, exist_ok=True)
+    log = open(log_dir / log_name, "ab")  # noqa: SIM115 - handed to the child
     try:
         kwargs: dict = {"start_new_session": True} if os.name != "nt" else {
             "creationflags": getattr(subprocess, "DETACHED_PROCESS", 0) | getattr(
                 subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
         child = subprocess.Popen(
-            [sys.executable, "-m", "project_history_recall.services.jobs", "run", "--home", str(workspace.home.root),
-             "--job", job.id],
+            [sys.executable, "-m", "project_history_recall.services.jobs", *command,
+             "--home", str(workspace.home.root)],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=log, cwd=str(workspace.home.root),
             env=env, close_fds=True, **kwargs,
         )
@@ -318,6 +322,20 @@ def _spawn(workspace: Workspace, job: Job) -> int:
         log.close()
     _children[child.pid] = child
     return child.pid
+
+
+def embed_in_background(workspace: Workspace) -> int | None:
+    """Hand the vector backlog to a detached process (for one-shot callers such as ``phr``,
+    which exit right after answering); its pid, or None when one is already embedding or no
+    process can be started. It holds the same embedding lock as the plugin's worker thread,
+    so ``semantic_status`` says ``indexing`` while it runs, in every process."""
+    _reap()
+    if background_running(workspace.index):
+        return None
+    try:
+        return _spawn(workspace, ["embed"], EMBED_LOG)
+    except OSError:
+        return None
 
 
 def start(workspace: Workspace, *, force: bool = False, reason: str = "tool", detach: bool = False,
@@ -342,7 +360,7 @@ def start(workspace: Workspace, *, force: bool = False, reason: str = "tool", de
         store.prune()
         if detach:
             try:
-                job.pid = _spawn(workspace, job)
+                job.pid = _spawn(workspace, ["run", "--job", job.id], f"{job.id}.log")
             except OSError:
                 # No way to start a process here (a frozen host?): run it in this one instead.
                 job.detached, job.pid = False, os.getpid()
@@ -472,13 +490,32 @@ def _run_child(home_path: str, job_id: str) -> int:
     return 0 if _Runner(workspace, store, job).run().state == "done" else 1
 
 
+def _embed_child(home_path: str) -> int:
+    """Embed everything pending, under the embedding lock (a second embedder leaves at once)."""
+    from project_history_recall.hermes_home import HermesHome
+
+    semantic = SemanticService(Workspace(HermesHome(Path(home_path))))
+    if semantic.configured_state(None) is not None:  # disabled, unusable, or no consent
+        return 0
+    worker = start_background(semantic.embedder(semantic.provider()))
+    worker.join()
+    if worker.error:
+        print(f"project-history-recall: embedding failed: {worker.error}", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m project_history_recall.services.jobs")
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run one index job (started by the plugin)")
     run.add_argument("--home", required=True)
     run.add_argument("--job", required=True)
+    embed = sub.add_parser("embed", help="embed the vector backlog (started by phr)")
+    embed.add_argument("--home", required=True)
     args = parser.parse_args(argv)
+    if args.command == "embed":
+        return _embed_child(args.home)
     return _run_child(args.home, args.job)
 
 

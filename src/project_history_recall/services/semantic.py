@@ -155,6 +155,16 @@ class SemanticService:
         status = "indexing" if background_running(index) else "partial"
         return SemanticState(status, pending=pending, provider=provider)
 
+    def reported_state(self, conn: sqlite3.Connection, scope: Scope, project_key: str | None) -> SemanticState:
+        """What a search of ``scope`` would report, for ``status``: it embeds nothing, and a
+        remote service is not asked anything (not even its dimension), so it counts nothing."""
+        configured = self.configured_state(project_key)
+        if configured is not None:
+            return configured
+        if needs_consent(self.workspace.settings.embedding.provider):
+            return SemanticState("ready")
+        return self.state(conn, scope, project_key, act=False)
+
     def provider(self) -> EmbeddingProvider:
         home = self.workspace.home
         env = {k: v for k, v in [(API_KEY_ENV, home.env_value(API_KEY_ENV))] if v}

@@ -56,6 +56,7 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
         asker = workspace.asker(conn, resolver, session_id, cwd)
         info["project"] = asker.identity.as_dict()
         vectors = 0
+        semantic_state = semantic.idle_state()
         if conn is None:
             info["message"] = ("No index yet: it is being built." if active else
                                "No index yet: it is built on first search, or with `phr index` / "
@@ -66,11 +67,14 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
             info.update(facts)
             info["index_bytes"] = sum(p.stat().st_size for p in index.data_dir.glob("index.db*") if p.is_file())
             info["last_index_at"] = format_when(float(get_meta(conn, "last_index_at", "0") or 0))
-            if not asker.identity.is_home:
-                scope = compute_scope(conn, resolver, asker.identity, None, branch=branch)
+            in_project = not asker.identity.is_home
+            scope = compute_scope(conn, resolver, asker.identity, None, everywhere=not in_project, branch=branch)
+            if in_project:
                 info["sessions_in_project"] = scope.sessions_in_scope
+            # The same state a search here reports (Home: over every project).
+            semantic_state = semantic.reported_state(conn, scope, asker.identity.scope_key if in_project else None)
         emb = settings.embedding
-        info.update(semantic.idle_state().as_dict())
+        info.update(semantic_state.as_dict())
         info["semantic"] = {"enabled": emb.enabled, "provider": emb.provider, "model": emb.model,
                             "vectors_indexed": vectors}
         info["consent"] = {"required": needs_consent(emb.provider),

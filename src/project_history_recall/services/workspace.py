@@ -14,7 +14,7 @@ import sqlite3
 from dataclasses import dataclass
 
 from project_history_recall.attribution import HOME, Identity, Resolver
-from project_history_recall.errors import RecallError, no_db
+from project_history_recall.errors import RecallError, bad_argument, no_db
 from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.edit_phase import EditPhase
 from project_history_recall.index.indexer import Indexer, Probe, Progress, RefreshReport, git_probe
@@ -79,6 +79,28 @@ class Workspace:
                 root, branch = self.probe(cwd)
         identity = resolver.resolve(cwd, root) if cwd or root else HOME
         return Asker(session_id, cwd, root, branch, identity)
+
+    def check_asker(self, session_id: str | None, cwd: str | None) -> None:
+        """A person's ``--session`` / ``--cwd`` must name something real: an unknown session
+        would otherwise ask from Home and a missing folder from a project named after its
+        last part, both silently. (Hermes's own session id, the tools' asker, is not checked.)"""
+        if cwd is not None and not os.path.isdir(cwd):
+            raise bad_argument(f"cwd {cwd} is not a folder")
+        if not session_id:
+            return
+        known = False
+        if self.source.exists():
+            with self.source.read() as reader:
+                known = session_id in reader.sessions([session_id])
+        conn = None if known else self.index.connect_readonly()
+        if conn is not None:
+            try:
+                known = conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+            finally:
+                conn.close()
+        if not known:
+            raise RecallError(f"no session {session_id!r} in {self.home.root}: `phr timeline --all-projects` "
+                              "lists sessions, `phr session PREFIX` finds one by prefix", "unknown_session")
 
     def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None, str | None]:
         if not self.source.exists():
