@@ -25,6 +25,7 @@ from project_history_recall.search.keyword import KINDS
 from project_history_recall.search.scope import Filters, compute_scope, reader_scope
 from project_history_recall.services import browse, code_history, freshness, jobs, moving
 from project_history_recall.services.consent import (
+    SCOPE_ALL,
     consent_matches_service,
     load_consent,
     needs_consent,
@@ -344,11 +345,14 @@ class Recall:
             raise RecallError("this session is in no project: consent for every project with 'all'", "no_project")
         previous = load_consent(data_dir)
         projects = {"*"} if everywhere else {identity.scope_key}
+        scope = SCOPE_ALL
         if previous is not None and consent_matches_service(previous, provider=emb.provider, endpoint=emb.endpoint,
                                                             model=emb.model):
+            # Widening adds projects; it never turns an incremental consent into one for all history.
             projects |= set(previous.projects)
+            scope = previous.scope
         record = record_consent(data_dir, profile=self.home.profile, projects=sorted(projects),
-                                provider=emb.provider, endpoint=emb.endpoint, model=emb.model)
+                                provider=emb.provider, endpoint=emb.endpoint, model=emb.model, scope=scope)
         return {"success": True, "consent": record.as_dict(),
                 "message": f"history of {'every project' if '*' in projects else identity.name or identity.key} "
                            f"may now be sent to {emb.endpoint} ({emb.model}), secrets redacted"}
