@@ -20,6 +20,7 @@ from project_history_recall.errors import RecallError, bad_argument
 from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.indexer import Probe, Progress, RefreshReport, git_probe
 from project_history_recall.index.store import Index, is_damage
+from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service
 from project_history_recall.search.keyword import KINDS
 from project_history_recall.search.scope import Filters, compute_scope, reader_scope
@@ -133,7 +134,8 @@ class Recall:
 
     def answer(self, read: Callable[[], dict]) -> dict:
         """Run a read and say how fresh its index was: ``building`` instead of a bare
-        ``no_index`` while the first build runs, ``updating`` when it read a stale index."""
+        ``no_index`` while the first build runs, ``updating`` when it read a stale index. Its
+        text comes back without control or bidi characters (:mod:`~project_history_recall.quoting`)."""
         try:
             payload = read()
         except RecallError as exc:
@@ -146,6 +148,7 @@ class Recall:
                 raise RecallError("the index is not built yet and automatic indexing is off: run "
                                   "project_history_index (or /recall index, phr index)", "no_index") from exc
             raise
+        payload = quoted(payload)  # history is quoted data: no control or bidi characters reach a reader
         fresh = self.last_freshness
         if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
             payload.setdefault("index_status", fresh.state)
