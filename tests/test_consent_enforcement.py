@@ -101,3 +101,20 @@ def test_widening_an_incremental_consent_keeps_it_incremental(setup):
     assert "may now be sent" in slash("consent")
     record = json.loads(consent_path(data_dir).read_text())
     assert record["scope"] == SCOPE_NEW and len(record["projects"]) == 2
+
+
+def test_common_password_spellings_never_reach_the_embedder(setup):
+    h, repo, server = setup
+    secrets = [f"Zq{n}x7Wm" for n in range(8)]
+    said = (f"export PGPASSWORD={secrets[0]} and MYSQLPWD={secrets[1]}; mysql -u root -p{secrets[2]} shop; "
+            f"curl -u admin:{secrets[3]} https://api; sshpass -p {secrets[4]} ssh host; "
+            f"redis://:{secrets[5]}@cache:6379; postgres://app:{secrets[6]}@x@db/app; "
+            f"the password is {secrets[7]}")
+    h.session("ops", repo, "the grebe deploy notes", said)
+    h.session("ask", repo)
+    slash("consent")
+    reply = dispatch("project_history_search", {"query": "grebe deploy", "mode": "hybrid"}, session_id="ask")
+    assert reply["semantic_status"] == "ready", reply
+    sent = "\n".join(sent_texts(server))
+    assert "grebe deploy" in sent
+    assert [s for s in secrets if s in sent] == []
