@@ -114,6 +114,13 @@ class Resolver:
                 return depth(folder_key), project
         return None
 
+    def folders_of(self, identity: Identity) -> list[str]:
+        """The folders (keys) that make up a project: an explicit project's folders, an auto
+        project's root; Home has none."""
+        if identity.kind == "explicit":
+            return [key for key, project in self._folders if project.id == identity.id]
+        return [identity.key] if identity.kind == "auto" and identity.key else []
+
     def resolve(self, cwd: str | None, repo_root: str | None) -> Identity:
         cwd_key = path_key(cwd, self.env.home)
         root_key = path_key(repo_root, self.env.home)

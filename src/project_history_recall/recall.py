@@ -298,7 +298,7 @@ class Recall:
             scope = compute_scope(conn, resolver, asker.identity, None, branch=branch_text)
             result = code_history.code_history(conn, scope.session_ids, text, symbol=symbol_text,
                                                query=query_text, branch=branch_text, budget_chars=budget_chars,
-                                               limit=count)
+                                               limit=count, roots=resolver.folders_of(asker.identity))
             return {**base, **result}
         finally:
             conn.close()
