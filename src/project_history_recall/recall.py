@@ -9,6 +9,7 @@ or raises :class:`~project_history_recall.errors.RecallError`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 from collections.abc import Callable
@@ -78,6 +79,8 @@ class Recall:
         #: (the CLI, benchmarks) leave it to ``phr index`` and report ``partial``.
         self.semantic = SemanticService(self.workspace, background=background_embedding)
         self.last_freshness: freshness.Freshness | None = None
+        #: Set when a read found the index unreadable and rebuilt it; the next answer says so.
+        self.rebuilt_note: str | None = None
 
     @property
     def home(self) -> HermesHome:
@@ -127,10 +130,35 @@ class Recall:
     def fresh_reader(self) -> sqlite3.Connection:
         """A reader over an index brought up to date first (``no_index`` when there is none)."""
         self.ensure_fresh()
-        conn = self.workspace.index.connect_readonly()
+        index = self.workspace.index
+        conn = index.connect_readonly()
+        if conn is None and index.path.exists():
+            self._heal_unreadable()
+            conn = index.connect_readonly()
         if conn is None:
             raise RecallError("the index is not built yet", "no_index")
         return conn
+
+    def _heal_unreadable(self) -> None:
+        """An index file that is there but cannot be read (truncated in place, say) while
+        ``state.db`` is quiet: nothing would rebuild it until Hermes writes again. It is opened
+        for writing (migrated, or moved aside when damaged), moved aside if still unreadable —
+        kept for inspection, never deleted — and rebuilt from the source; the answer says so."""
+        index = self.workspace.index
+        damaged = index.identity()
+        with index.writer(HEAL_LOCK_WAIT):
+            if index.identity() == damaged:  # another process may have healed it meanwhile
+                with contextlib.suppress(RecallError):  # damaged: moved aside by connect itself
+                    index.connect().close()
+                reader = index.connect_readonly()
+                if reader is None:
+                    index.move_aside("index_unreadable")
+                else:
+                    reader.close()
+        self.refresh()
+        self.rebuilt_note = ("the index file was damaged and has been rebuilt from Hermes's history (a damaged "
+                             f"file is kept beside it as {index.path.name}.<reason>-<time>; an empty one had "
+                             "nothing to keep)")
 
     def answer(self, read: Callable[[], dict]) -> dict:
         """Run a read and say how fresh its index was: ``building`` instead of a bare
@@ -149,6 +177,9 @@ class Recall:
                                   "project_history_index (or /recall index, phr index)", "no_index") from exc
             raise
         payload = quoted(payload)  # history is quoted data: no control or bidi characters reach a reader
+        if self.rebuilt_note and isinstance(payload, dict):
+            payload.setdefault("index_rebuilt", self.rebuilt_note)
+            self.rebuilt_note = None
         fresh = self.last_freshness
         if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
             payload.setdefault("index_status", fresh.state)
