@@ -22,7 +22,8 @@ FACES = {"faces"}
 FACADE = {"recall"}
 SERVICES = {"services", "search"}
 STORAGE = {"index", "sources", "embeddings", "hermes_home", "settings"}
-PURE = {"arguments", "attribution", "chunking", "errors", "locks", "paths", "redaction", "tokenizer", "when"}
+PURE = {"arguments", "attribution", "chunking", "errors", "locks", "paths", "quoting", "redaction", "tokenizer",
+        "when"}
 LAYERS = [FACES, FACADE, SERVICES, STORAGE, PURE]
 
 

@@ -94,3 +94,30 @@ def test_resolution_is_a_function_of_the_paths_only(cwd, root):
     projects = [project("p_a", "/abc"), project("p_b", "/abc/x")]
     random.shuffle(projects)
     assert resolve(cwd, root, projects) == resolve(cwd + "/", root + "//", projects)
+
+
+@given(paths, st.sampled_from([" ", "  ", "\n", "\t", " \n"]))
+def test_whitespace_in_a_folder_name_is_part_of_it(path, space):
+    # ``shop``, ``shop `` and ``shop\n`` are three folders (issue 18 §4).
+    assert path_key(path + space) != path_key(path)
+    assert path_key(space + path) != path_key(path)
+    assert path_key(path + space + "/") == path_key(path + space)
+
+
+def test_folders_differing_only_in_whitespace_are_different_projects():
+    shop, spaced = project("p_shop", "/w/shop"), project("p_spaced", "/w/shop ")
+    assert resolve("/w/shop/src", None, [shop, spaced]).id == "p_shop"
+    assert resolve("/w/shop /src", None, [shop, spaced]).id == "p_spaced"
+    assert resolve("/w/shop\n", None, [shop]).kind == "auto"
+
+
+@given(segment, segment, st.randoms())
+def test_at_equal_depth_the_cwds_project_wins_as_in_hermes(a, b, rnd):
+    # A linked worktree (cwd) whose probed repo root is another project's folder, both as deep:
+    # Hermes's sidebar gives the session to the cwd's project, whatever the names' lengths.
+    cwd_folder, root_folder = f"/w/{a}", f"/w/{b}x"
+    projects = [project("p_cwd", cwd_folder), project("p_root", root_folder)]
+    rnd.shuffle(projects)
+    assert resolve(cwd_folder + "/src", root_folder, projects).id == "p_cwd"
+    assert resolve(cwd_folder, root_folder + "/deeper", [*projects, project("p_deep", root_folder + "/deeper")]
+                   ).id == "p_deep"  # strictly deeper still wins

@@ -313,9 +313,9 @@ def test_version_present():
 def test_a_deleted_file_is_still_deleted(tmp_path):
     gone = make_round("delete", patch="*** Delete File: a.py")
     gone.abs_path = str(tmp_path / "a.py")
-    assert still_in_file(gone) is True
+    assert still_in_file(gone, [str(tmp_path)]) is True
     (tmp_path / "a.py").write_text("back\n")
-    assert still_in_file(gone) is False
+    assert still_in_file(gone, [str(tmp_path)]) is False
 
 
 def test_trim_patch():

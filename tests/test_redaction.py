@@ -302,9 +302,85 @@ def test_length_cap_and_negative() -> None:
         "http://a:b@" * 1000,
         "eyJabcdef.eyJ" * 1000,
         "bearer " * 1700,
+        "curl -u " * 1500,
+        "mysql -p" * 1500,
+        "TOKEN_" * 2000,
+        "a://b:" + "c@" * 6000,
     ],
 )
 def test_pathological_inputs_stay_bounded(text: str) -> None:
     """Inputs that make naive patterns backtrack quadratically (each runs in ~10 ms here)."""
     once = redact(text)
     assert len(once) <= 8000 and redact(once) == once
+
+
+# -- common spellings (issue 18 §2) ------------------------------------------------------
+
+SPELLINGS = [
+    "DB_PASS={v}",
+    "export PGPASSWORD={v}",
+    "MYSQLPWD={v}",
+    "ADMINPASSWORD={v}",
+    "API_KEY_PROD={v}",
+    "TOKEN_GITHUB={v}",
+    "mysql -u root -p{v} shop",
+    "mysqldump -h db -p{v} --all-databases",
+    "curl -u admin:{v} https://api.example.com",
+    "curl --user=admin:{v} https://api.example.com",
+    "sshpass -p {v} ssh deploy@host",
+    "sshpass -p'{v}' ssh deploy@host",
+    "redis://:{v}@cache:6379/0",
+    "postgres://app:{v}@db.example.com:5432/app",
+    "the password is {v}",
+    "my token was '{v}'",
+]
+
+
+@pytest.mark.parametrize("spelling", SPELLINGS)
+@pytest.mark.parametrize("value", ["hunter2", "abcXYZ", "s3cr3t!x"])
+def test_common_spellings_are_redacted(spelling: str, value: str) -> None:
+    if spelling.startswith("the password is") and value == "abcXYZ":
+        value = "abcXYZ9"  # a plain word after "is" is prose (see test_prose_keeps_plain_words)
+    out = redact(f"we ran {spelling.format(v=value)} yesterday")
+    assert value not in out and MARKER_PREFIX in out, out
+
+
+@settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
+@given(prose=ordinary_text, spelling=st.sampled_from(SPELLINGS),
+       value=st.text(alphabet=ALNUM, min_size=6, max_size=24).map(lambda v: v + "7"), at=st.floats(0, 1))
+def test_common_spellings_never_survive_in_any_text(prose: str, spelling: str, value: str, at: float) -> None:
+    cut = int(len(prose) * at)
+    text = f"{prose[:cut]}\n{spelling.format(v=value)}\n{prose[cut:]}"
+    assert value not in redact(text, 100_000)
+
+
+def test_a_url_password_with_an_at_sign_leaks_nothing() -> None:
+    out = redact("postgres://app:p@ss@w0rd@db.example.com/app")
+    assert out == "postgres://[REDACTED:credentials]@db.example.com/app"
+    assert redact("redis://:s3cret@cache:6379") == "redis://[REDACTED:credentials]@cache:6379"
+
+
+@pytest.mark.parametrize("text", [
+    'password_field = form.get("password")',
+    "password_hash = hash_password(raw)",
+    "PWD=/home/dev/project",
+    "cd $OLDPWD",
+    "OLDPWD=/tmp",
+    "TOKEN_COUNT=5",
+    "API_KEY = settings.api_key",
+    "GITHUB_TOKEN=$GH_TOKEN",
+    "mysql -u root -p shop",
+    "mysql -p$MYSQL_PASSWORD shop",
+    "the password is stored in vault",
+    "the token is invalid",
+    "else: pass",
+    "compass=north",
+    "bypass = True",
+])
+def test_ordinary_code_near_the_new_spellings_is_kept(text: str) -> None:
+    assert redact(text) == text
+
+
+def test_prose_keeps_plain_words() -> None:
+    # A trade-off: "the password is hunter" (a word) is kept, like "the password is stored".
+    assert redact("the password is hunter") == "the password is hunter"

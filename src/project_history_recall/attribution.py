@@ -5,7 +5,8 @@ computed whenever it is needed — never stored — so moving a session is
 nothing more than changing its cwd.
 
 1. Explicit: the Hermes project (``projects.db``) with the *deepest* folder
-   that is the session's cwd or repo root, or one of their ancestors.
+   that is the session's cwd or repo root, or one of their ancestors; at equal
+   depth the cwd's match wins (Hermes's sidebar rule).
 2. Auto: the git repo root; outside any repo, the cwd itself.
 3. Home: no cwd at all, or a cwd that is a junk root (the user's home, ``/``,
    a temp dir) outside any repo. Home is not a project: it has no scope.
@@ -104,12 +105,32 @@ class Resolver:
         #: Equal for two resolvers that resolve every path the same way (for caches).
         self.key = (tuple((k, p.id, p.name) for k, p in self._folders), tuple(sorted(self._junk)))
 
+    def _deepest(self, key: str) -> tuple[int, ExplicitProject] | None:
+        """The project with the deepest folder that is ``key`` or holds it, with that depth."""
+        if not key:
+            return None
+        for folder_key, project in self._folders:
+            if is_same_or_under(key, folder_key):
+                return depth(folder_key), project
+        return None
+
+    def folders_of(self, identity: Identity) -> list[str]:
+        """The folders (keys) that make up a project: an explicit project's folders, an auto
+        project's root; Home has none."""
+        if identity.kind == "explicit":
+            return [key for key, project in self._folders if project.id == identity.id]
+        return [identity.key] if identity.kind == "auto" and identity.key else []
+
     def resolve(self, cwd: str | None, repo_root: str | None) -> Identity:
         cwd_key = path_key(cwd, self.env.home)
         root_key = path_key(repo_root, self.env.home)
-        for folder_key, project in self._folders:
-            if is_same_or_under(cwd_key, folder_key) or is_same_or_under(root_key, folder_key):
-                return Identity("explicit", id=project.id, name=project.name)
+        # As Hermes's sidebar (``project_tree._project_for_session``): the deepest folder holding
+        # the cwd; the repo root's match wins only when it is strictly deeper.
+        by_cwd, by_root = self._deepest(cwd_key), self._deepest(root_key)
+        best = by_root if by_root is not None and (by_cwd is None or by_root[0] > by_cwd[0]) else by_cwd
+        if best is not None:
+            project = best[1]
+            return Identity("explicit", id=project.id, name=project.name)
         if root_key and root_key not in self._junk:
             return Identity("auto", key=root_key, name=_basename(root_key))
         if cwd_key and cwd_key not in self._junk:

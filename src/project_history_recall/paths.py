@@ -25,11 +25,10 @@ def path_key(path: str | None, home: str | None = None) -> str:
     paths are casefolded with ``/`` separators; POSIX paths keep their case.
     Redundant separators and ``.``/``..`` segments are collapsed.
     """
-    if not path:
+    if not path or not str(path).strip():
         return ""
-    text = str(path).strip()
-    if not text:
-        return ""
+    # Not stripped: ``shop``, ``shop `` and ``shop\n`` are three folders on POSIX.
+    text = str(path)
     if home and (text == "~" or text.startswith(("~/", "~\\"))):
         text = home.rstrip("/\\") + text[1:]
     if looks_windows(text):

@@ -9,6 +9,7 @@ or raises :class:`~project_history_recall.errors.RecallError`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import sqlite3
 from collections.abc import Callable
@@ -20,11 +21,13 @@ from project_history_recall.errors import RecallError, bad_argument
 from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.indexer import Probe, Progress, RefreshReport, git_probe
 from project_history_recall.index.store import Index, is_damage
+from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service
 from project_history_recall.search.keyword import KINDS
 from project_history_recall.search.scope import Filters, compute_scope, reader_scope
 from project_history_recall.services import browse, code_history, freshness, jobs, moving
 from project_history_recall.services.consent import (
+    SCOPE_ALL,
     consent_matches_service,
     load_consent,
     needs_consent,
@@ -79,6 +82,8 @@ class Recall:
         self.semantic = SemanticService(self.workspace, background=background_embedding)
         self.detach_embedding = detach_embedding
         self.last_freshness: freshness.Freshness | None = None
+        #: Set when a read found the index unreadable and rebuilt it; the next answer says so.
+        self.rebuilt_note: str | None = None
 
     @property
     def home(self) -> HermesHome:
@@ -133,14 +138,40 @@ class Recall:
     def fresh_reader(self) -> sqlite3.Connection:
         """A reader over an index brought up to date first (``no_index`` when there is none)."""
         self.ensure_fresh()
-        conn = self.workspace.index.connect_readonly()
+        index = self.workspace.index
+        conn = index.connect_readonly()
+        if conn is None and index.path.exists():
+            self._heal_unreadable()
+            conn = index.connect_readonly()
         if conn is None:
             raise RecallError("the index is not built yet", "no_index")
         return conn
 
+    def _heal_unreadable(self) -> None:
+        """An index file that is there but cannot be read (truncated in place, say) while
+        ``state.db`` is quiet: nothing would rebuild it until Hermes writes again. It is opened
+        for writing (migrated, or moved aside when damaged), moved aside if still unreadable —
+        kept for inspection, never deleted — and rebuilt from the source; the answer says so."""
+        index = self.workspace.index
+        damaged = index.identity()
+        with index.writer(HEAL_LOCK_WAIT):
+            if index.identity() == damaged:  # another process may have healed it meanwhile
+                with contextlib.suppress(RecallError):  # damaged: moved aside by connect itself
+                    index.connect().close()
+                reader = index.connect_readonly()
+                if reader is None:
+                    index.move_aside("index_unreadable")
+                else:
+                    reader.close()
+        self.refresh()
+        self.rebuilt_note = ("the index file was damaged and has been rebuilt from Hermes's history (a damaged "
+                             f"file is kept beside it as {index.path.name}.<reason>-<time>; an empty one had "
+                             "nothing to keep)")
+
     def answer(self, read: Callable[[], dict]) -> dict:
         """Run a read and say how fresh its index was: ``building`` instead of a bare
-        ``no_index`` while the first build runs, ``updating`` when it read a stale index."""
+        ``no_index`` while the first build runs, ``updating`` when it read a stale index. Its
+        text comes back without control or bidi characters (:mod:`~project_history_recall.quoting`)."""
         try:
             payload = read()
         except RecallError as exc:
@@ -155,6 +186,10 @@ class Recall:
             raise
         if self.detach_embedding and isinstance(payload, dict) and payload.get("semantic_status") == "partial":
             self._embed_detached(payload)
+        payload = quoted(payload)  # history is quoted data: no control or bidi characters reach a reader
+        if self.rebuilt_note and isinstance(payload, dict):
+            payload.setdefault("index_rebuilt", self.rebuilt_note)
+            self.rebuilt_note = None
         fresh = self.last_freshness
         if fresh is not None and fresh.state in ("updating", "building", "stale") and isinstance(payload, dict):
             payload.setdefault("index_status", fresh.state)
@@ -318,7 +353,7 @@ class Recall:
             scope = compute_scope(conn, resolver, asker.identity, None, branch=branch_text)
             result = code_history.code_history(conn, scope.session_ids, text, symbol=symbol_text,
                                                query=query_text, branch=branch_text, budget_chars=budget_chars,
-                                               limit=count)
+                                               limit=count, roots=resolver.folders_of(asker.identity))
             warning = scope.branch_warning(branch_text)
             return {**base, **result, **({"warning": warning} if warning else {})}
         finally:
@@ -369,11 +404,14 @@ class Recall:
             raise RecallError("this session is in no project: consent for every project with 'all'", "no_project")
         previous = load_consent(data_dir)
         projects = {"*"} if everywhere else {identity.scope_key}
+        scope = SCOPE_ALL
         if previous is not None and consent_matches_service(previous, provider=emb.provider, endpoint=emb.endpoint,
                                                             model=emb.model):
+            # Widening adds projects; it never turns an incremental consent into one for all history.
             projects |= set(previous.projects)
+            scope = previous.scope
         record = record_consent(data_dir, profile=self.home.profile, projects=sorted(projects),
-                                provider=emb.provider, endpoint=emb.endpoint, model=emb.model)
+                                provider=emb.provider, endpoint=emb.endpoint, model=emb.model, scope=scope)
         return {"success": True, "consent": record.as_dict(),
                 "message": f"history of {'every project' if '*' in projects else identity.name or identity.key} "
                            f"may now be sent to {emb.endpoint} ({emb.model}), secrets redacted"}

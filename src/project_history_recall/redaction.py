@@ -10,7 +10,7 @@ What is replaced (in this order, so a specific rule names the kind first):
 ``private_key``             PEM ``-----BEGIN … PRIVATE KEY-----`` blocks (also JSON-escaped,
                             also a block cut off before its ``END`` line)
 ``credentials``             the ``user:password`` of ``scheme://user:password@host`` (scheme
-                            and host are kept)
+                            and host are kept; no user, or an ``@`` in the password, too)
 ``authorization``           the value of an ``Authorization:`` / ``Proxy-Authorization:`` header
 ``bearer``                  ``Bearer <token>`` anywhere (a token of 12+ characters with a digit)
 ``jwt``                     ``eyJ….eyJ….<sig>``
@@ -24,7 +24,12 @@ What is replaced (in this order, so a specific rule names the kind first):
 ``slack_token``             ``xoxb-`` ``xoxp-`` ``xoxa-`` ``xoxr-`` ``xoxs-`` ``xoxo-``
 ``secret``                  the value of an assignment whose name ends in a secret word:
                             ``api_key=…``, ``"password": "…"``, ``token: …``, ``--token …``,
-                            ``AWS_SECRET_ACCESS_KEY=…``, ``密码：…``
+                            ``DB_PASS=…``, ``AWS_SECRET_ACCESS_KEY=…``, ``密码：…``; an upper-case
+                            variable with the word anywhere (``PGPASSWORD=``, ``MYSQLPWD=``,
+                            ``API_KEY_PROD=``, ``TOKEN_GITHUB=``; not ``PWD``/``OLDPWD``);
+                            ``mysql -p…``, ``sshpass -p …``; prose ("the password is s3cr3t")
+                            when the value has a digit or symbol or is quoted
+``credentials``             also the password of ``curl -u user:password``
 ``high_entropy``            a run of ≥ 32 base64/base64url characters that looks random
 ==========================  =================================================================
 
@@ -81,8 +86,10 @@ _PEM_OPEN = re.compile(
     r"(?:(?:\r?\n|\\r\\n|\\n)(?:[A-Za-z0-9+/=]+|[A-Za-z-]+: ?[^\r\n\\]*))*"
     r"(?:\r?\n|\\n)?[A-Za-z0-9+/=]*"
 )
+# No user (``redis://:pw@host``) is fine; the password runs to the *last* ``@`` before the
+# host, so one containing ``@`` does not leak its tail.
 _URL_CREDENTIALS = re.compile(
-    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://)(?P<user>[^\s/@:\[\]]+):(?P<pw>[^\s/@]+)@"
+    r"(?P<scheme>\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://)(?P<user>[^\s/@:\[\]]*):(?P<pw>[^\s/]+)@"
 )
 _AUTH_HEADER = re.compile(
     r"(?P<name>\b(?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
@@ -103,7 +110,7 @@ _SLACK = re.compile(r"\bxox[abposr]-[A-Za-z0-9\-]{10,}")
 # -- assignments ---------------------------------------------------------------
 _SECRET_WORD = (
     r"(?:api[_\-]?key|apikey|secret(?:[_\-]?key)?|client[_\-]?secret|(?:access|auth|refresh|session|bearer|id)"
-    r"[_\-]?token|token|password|passwd|passphrase|pwd|credentials?|private[_\-]?key|access[_\-]?key"
+    r"[_\-]?token|token|password|passwd|passphrase|pass|pwd|credentials?|private[_\-]?key|access[_\-]?key"
     r"|auth[_\-]?key|signing[_\-]?key|encryption[_\-]?key)"
 )
 # The name is matched from its last component (``AWS_SECRET_ACCESS_KEY`` matches at
@@ -117,6 +124,31 @@ _ASSIGN = re.compile(
 _FLAG = re.compile(
     r"(?P<name>(?<!\S)--?(?:api-?key|token|password|passwd|secret|client-secret|access-token)[ =])"
     r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"'-][^\s\"']*)",
+    re.IGNORECASE,
+)
+# An environment variable's name (upper case) holding a secret word anywhere: glued to a prefix
+# (``PGPASSWORD``, ``MYSQLPWD``, ``ADMINPASSWORD``) or followed by a suffix (``API_KEY_PROD``,
+# ``TOKEN_GITHUB``). Lower-case names need the word last (``password_field = …`` is code).
+# Bounded repeats keep the scan linear.
+_ENV_ASSIGN = re.compile(
+    r"(?P<name>\b[A-Z0-9_]{0,40}(?:PASSWORD|PASSWD|PASSPHRASE|PASS|PWD|SECRET|TOKEN|API_?KEY"
+    r"|PRIVATE_?KEY|ACCESS_?KEY|CREDENTIALS?)(?:_[A-Z0-9]{1,20}){0,4}(?![A-Za-z0-9_])"
+    r"[\"']?\s*(?::=|=>|[:=])(?!=)\s*)"
+    r"(?P<value>\"(?:[^\"\\\n]|\\.)*\"|'[^'\n]*'|[^\s,;'\"}\]\)]+)"
+)
+_SHELL_DIRS = re.compile(r"(?:OLD)?PWD(?![A-Za-z0-9_])")  # the shell's working directories, not passwords
+# Passwords on command lines: ``mysql -pXXX``, ``sshpass -p XXX``, ``curl -u user:XXX``.
+_CLI_VALUE = r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)"
+_MYSQL = re.compile(r"(?P<name>\bmysql(?:dump|admin|sh|import|slap|check)?\b[^\n|;&]{0,200}?\s-p)" + _CLI_VALUE)
+_SSHPASS = re.compile(r"(?P<name>\bsshpass\b[^\n|;&]{0,200}?\s-p\s*)" + _CLI_VALUE)
+_CURL_USER = re.compile(
+    r"(?P<name>\bcurl\b[^\n|;&]{0,300}?\s(?:-u|--user)(?:\s+|=)?[\"']?[^\s:\"']{1,100}:)(?P<value>[^\s\"']+)"
+)
+# Prose: "the password is hunter2", "my token was 'abc'". A plain word stays ("the password is
+# stored in vault"): only a value with a digit or a symbol, or a quoted one, is taken for a secret.
+_PROSE = re.compile(
+    r"(?P<name>\b(?:password|passwd|passphrase|passcode|pwd|pin|api key|token|secret)\s+(?:is|was)\s*:?\s+)"
+    r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|`[^`\n]*`|[^\s,;]+)",
     re.IGNORECASE,
 )
 _CJK_ASSIGN = re.compile(
@@ -151,13 +183,35 @@ def _keep_value(raw: str) -> bool:
     return bool(_CODE_VALUE.fullmatch(value))
 
 
-def _assignment(kind: str) -> Callable[[re.Match[str]], str]:
+def _keep_env_value(raw: str) -> bool:
+    """An environment variable's value is a literal: a bare word is a secret (``MYSQLPWD=abcXYZ``)
+    unless it is a placeholder or reads as a reference (``API_KEY = settings.api_key``)."""
+    value = raw.strip("\"'").strip(_WRAPPING)
+    if _CODE_VALUE.fullmatch(value):
+        return bool(_PLACEHOLDER.fullmatch(value)) or "_" in value or "." in value
+    return _keep_value(raw)
+
+
+def _assignment(kind: str, keep: Callable[[str], bool] = _keep_value) -> Callable[[re.Match[str]], str]:
     def repl(match: re.Match[str]) -> str:
         raw = match.group("value")
-        if _keep_value(raw):
+        if keep(raw) or _SHELL_DIRS.match(match.group("name")):
             return match.group(0)
         quote = raw[0] if raw[:1] in "\"'" and len(raw) >= 2 and raw[-1] == raw[0] else ""
         return f"{match.group('name')}{quote}{_marker(kind)}{quote}"
+
+    return repl
+
+
+def _cli_password(kind: str) -> Callable[[re.Match[str]], str]:
+    """A password given on a command line: any value but a placeholder (``-p$MYSQL_PWD``)."""
+
+    def repl(match: re.Match[str]) -> str:
+        raw = match.group("value")
+        value = raw.strip("\"'")
+        if not value or value.startswith(MARKER_PREFIX) or _PLACEHOLDER.fullmatch(value):
+            return match.group(0)
+        return f"{match.group('name')}{_marker(kind)}"
 
     return repl
 
@@ -273,8 +327,13 @@ _RULES: tuple[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]], ...]
     (_AWS, _marker("aws_access_key")),
     (_GOOGLE, _marker("google_api_key")),
     (_SLACK, _marker("slack_token")),
+    (_MYSQL, _cli_password("secret")),
+    (_SSHPASS, _cli_password("secret")),
+    (_CURL_USER, _cli_password("credentials")),
     (_ASSIGN, _assignment("secret")),
+    (_ENV_ASSIGN, _assignment("secret", _keep_env_value)),
     (_FLAG, _assignment("secret")),
+    (_PROSE, _assignment("secret")),
     (_CJK_ASSIGN, _assignment("secret")),
     (_CANDIDATE, _high_entropy),
 )

@@ -13,6 +13,9 @@ server answers normally. An action is a dict:
 * ``{"status": 500}`` — that status with an OpenAI-style error body
   (``"message"`` overrides the text, ``"headers"`` adds headers, e.g. ``Retry-After``);
 * ``{"hang": 5.0}`` — wait that long (or until :meth:`stop`) before answering normally;
+
+:meth:`FakeEmbeddingServer.hold_when` makes the first request carrying a given text wait at a
+``builders.Gate``: the test decides when it is answered, and others pass meanwhile.
 * ``{"drop": True}`` — close the connection without an answer;
 * ``{"raw": "not json"}`` — a 200 with that body;
 * ``{"json": {...}}`` — a 200 with that JSON;
@@ -84,6 +87,7 @@ class _State:
     model: str | None
     requests: list[RecordedRequest] = field(default_factory=list)
     queue: deque[dict[str, Any]] = field(default_factory=deque)
+    holds: list[tuple[Any, str]] = field(default_factory=list)
     lock: threading.Lock = field(default_factory=threading.Lock)
     stopping: threading.Event = field(default_factory=threading.Event)
 
@@ -142,6 +146,12 @@ class _Handler(BaseHTTPRequestHandler):
             action = state.queue.popleft() if state.queue else {}
         if action.get("hang"):
             state.stopping.wait(float(action["hang"]))
+        with state.lock:
+            held = next((h for h in state.holds if any(h[1] in t for t in request.inputs)), None)
+            if held is not None:
+                state.holds.remove(held)
+        if held is not None:
+            held[0].hold()
         if action.get("drop"):
             self.close_connection = True
             self.connection.shutdown(socket.SHUT_RDWR)
@@ -264,6 +274,12 @@ class FakeEmbeddingServer:
 
     def hang_next(self, count: int = 1, seconds: float = 30.0) -> None:
         self.enqueue(*({"hang": seconds} for _ in range(count)))
+
+    def hold_when(self, gate: Any, containing: str) -> None:
+        """The first request with an input containing ``containing`` waits at ``gate``
+        (``gate.reached`` tells it arrived)."""
+        with self._state.lock:
+            self._state.holds.append((gate, containing))
 
     @property
     def requests(self) -> list[RecordedRequest]:

@@ -12,7 +12,9 @@
   wait on the model. A large backlog is worked off by one background thread per
   index (and one process per profile, by the embed lock).
 * Which texts may be embedded by which provider is decided by the caller
-  (:mod:`project_history_recall.services.semantic`): this room only writes what it is given.
+  (:mod:`project_history_recall.services.semantic`): this room only writes what it is given,
+  and asks the caller's :data:`PermitCheck` again before every batch, so a consent revoked
+  or narrowed while a backlog is being worked off stops the sending at the next batch.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ import json
 import sqlite3
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from project_history_recall.chunking import chunk_text
-from project_history_recall.embeddings.base import EmbeddingProvider
+from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import Index, short_hash, transaction
@@ -46,6 +49,25 @@ BATCH_MESSAGES = 32
 
 
 WRITE_LOCK_WAIT = 5.0
+
+
+@dataclass(frozen=True)
+class Permit:
+    """What may be embedded right now: the sessions (None: all) and the oldest message time
+    (None: all history) — an incremental consent sends only messages written after it."""
+
+    sessions: frozenset[str] | None = None
+    since: float | None = None
+
+    def allows(self, session_id: str, timestamp: float) -> bool:
+        return (self.sessions is None or session_id in self.sessions) and \
+            (self.since is None or timestamp >= self.since)
+
+
+#: Asked before every batch; None means stop now (the consent is gone).
+PermitCheck = Callable[[], "Permit | None"]
+
+EVERYTHING = Permit()
 
 
 def message_texts(conn: sqlite3.Connection, keys: list[tuple[str, int]]) -> dict[tuple[str, int], str]:
@@ -74,87 +96,65 @@ def model_id(conn: sqlite3.Connection, fingerprint: str) -> int:
 
 
 def pending_messages(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str] | None = None,
-                     limit: int | None = None) -> list[tuple[str, int]]:
-    """Indexed messages that have no vector under ``fingerprint``, newest first."""
+                     limit: int | None = None, since: float | None = None) -> list[tuple[str, int, float]]:
+    """Indexed messages that have no vector under ``fingerprint``, newest first, with their time;
+    with ``since``, only those written at or after it."""
     scope = ""
     params: list[Any] = [model_id(conn, fingerprint), *EMBED_KINDS]
     if session_ids is not None:
         scope = " AND e.session_id IN (SELECT value FROM json_each(?))"
         params.append(json.dumps(session_ids))
     sql = (
-        "SELECT e.session_id, e.message_id FROM entries e "
+        "SELECT e.session_id, e.message_id, MAX(e.timestamp) FROM entries e "
         "WHERE e.message_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM chunks c WHERE c.model_id = ? "
         "AND c.session_id = e.session_id AND c.message_id = e.message_id) "
         f"AND e.kind IN ({','.join('?' * len(EMBED_KINDS))}){scope} "
-        "GROUP BY e.session_id, e.message_id ORDER BY MAX(e.timestamp) DESC"
+        "GROUP BY e.session_id, e.message_id"
     )
+    if since is not None:
+        sql += " HAVING MAX(e.timestamp) >= ?"
+        params.append(since)
+    sql += " ORDER BY MAX(e.timestamp) DESC"
     if limit is not None:
         sql += " LIMIT ?"
         params.append(limit)
-    return [(r[0], int(r[1])) for r in conn.execute(sql, params)]
-
-
-def count_pending(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str] | None = None) -> int:
-    return len(pending_messages(conn, fingerprint, session_ids))
+    return [(r[0], int(r[1]), float(r[2] or 0.0)) for r in conn.execute(sql, params)]
 
 
 class Embedder:
     """Fills the chunks table for one index and provider."""
 
     def __init__(self, index: Index, provider: EmbeddingProvider, chunk_size: int = 512,
-                 chunk_overlap: int = 64, allowed_sessions: list[str] | None = None) -> None:
+                 chunk_overlap: int = 64, permit: PermitCheck | None = None) -> None:
         self.index = index
         self.provider = provider
         self.chunk_size = chunk_size
         self.chunk_overlap = chunk_overlap
-        #: For a remote provider, the sessions whose projects the consent covers; None is all.
-        self.allowed_sessions = allowed_sessions
+        #: For a remote provider, what the consent allows now (asked before every batch); None: all.
+        self.permit = permit or (lambda: EVERYTHING)
 
     def embed(self, *, session_ids: list[str] | None = None, limit: int | None = None,
               progress: Callable[[int, int], None] | None = None,
               stop: threading.Event | None = None) -> int:
         """Embed pending messages (in scope, when given); returns how many got vectors."""
-        import numpy as np
-
-        fingerprint = self.provider.fingerprint
-        whole_backlog = session_ids is None and limit is None and self.allowed_sessions is None
-        if self.allowed_sessions is not None:
-            allowed = set(self.allowed_sessions)
-            session_ids = [s for s in (session_ids if session_ids is not None else allowed) if s in allowed]
+        permit = self.permit()
+        if permit is None:
+            return 0
+        whole_backlog = session_ids is None and limit is None and permit.sessions is None and permit.since is None
+        if permit.sessions is not None:
+            session_ids = [s for s in (session_ids if session_ids is not None else permit.sessions)
+                           if s in permit.sessions]
         reader = self.index.connect()
         try:
-            model = model_id(reader, fingerprint)
-            todo = pending_messages(reader, fingerprint, session_ids, limit)
+            todo = pending_messages(reader, self.provider.fingerprint, session_ids, limit, permit.since)
             total, done = len(todo), 0
             for start in range(0, total, BATCH_MESSAGES):
-                if stop is not None and stop.is_set():
+                permit = self.permit()
+                if permit is None or (stop is not None and stop.is_set()):
                     break
-                batch = todo[start : start + BATCH_MESSAGES]
-                texts = message_texts(reader, batch)
-                if self.provider.remote:
-                    # Whole messages, before chunking: a secret's name and value may not share a chunk.
-                    texts = {key: redact(text, MAX_REDACT_CHARS) for key, text in texts.items()}
-                rows: list[tuple[str, int, int, bytes, bytes]] = []
-                fresh: list[tuple[int, str]] = []  # (row index, chunk text) still to embed
-                for key in batch:
-                    for chunk in chunk_text(texts.get(key, ""), self.chunk_size, self.chunk_overlap,
-                                            max_chunks=MAX_CHUNKS_PER_MESSAGE) or []:
-                        digest = short_hash(chunk.content_hash)
-                        known = reader.execute(
-                            "SELECT vector FROM chunks WHERE content_hash = ? AND model_id = ? LIMIT 1",
-                            (digest, model)).fetchone()
-                        rows.append((key[0], key[1], chunk.index, digest, known[0] if known else b""))
-                        if not known:
-                            fresh.append((len(rows) - 1, chunk.text))
-                if fresh:
-                    vectors = np.asarray(self.provider.embed_passages([t for _, t in fresh]), dtype=np.float32)
-                    for (row_index, _), vector in zip(fresh, vectors, strict=True):
-                        sid, mid, idx, digest, _ = rows[row_index]
-                        rows[row_index] = (sid, mid, idx, digest, encode(vector))
-                # A message with no text gets an empty marker row so it is not pending forever.
-                covered = {(r[0], r[1]) for r in rows}
-                rows += [(sid, mid, 0, b"", b"") for sid, mid in batch if (sid, mid) not in covered]
-                model = self._write(rows, fingerprint)
+                batch = [(sid, mid) for sid, mid, at in todo[start : start + BATCH_MESSAGES]
+                         if permit.allows(sid, at)]
+                self._embed_batch(reader, batch)
                 done += len(batch)
                 if progress:
                     progress(done, total)
@@ -164,8 +164,41 @@ class Embedder:
         finally:
             reader.close()
 
-    def _write(self, rows: list[tuple[str, int, int, bytes, bytes]], fingerprint: str) -> int:
-        """Store ``rows`` under the model of ``fingerprint`` (registered on its first vector); its id."""
+    def _embed_batch(self, reader: sqlite3.Connection, batch: list[tuple[str, int]]) -> None:
+        import numpy as np
+
+        if not batch:
+            return
+        fingerprint = self.provider.fingerprint
+        model = model_id(reader, fingerprint)
+        texts = message_texts(reader, batch)
+        if self.provider.remote:
+            # Whole messages, before chunking: a secret's name and value may not share a chunk.
+            texts = {key: redact(text, MAX_REDACT_CHARS) for key, text in texts.items()}
+        rows: list[tuple[str, int, int, bytes, bytes]] = []
+        fresh: list[tuple[int, str]] = []  # (row index, chunk text) still to embed
+        for key in batch:
+            for chunk in chunk_text(texts.get(key, ""), self.chunk_size, self.chunk_overlap,
+                                    max_chunks=MAX_CHUNKS_PER_MESSAGE) or []:
+                digest = short_hash(chunk.content_hash)
+                known = reader.execute(
+                    "SELECT vector FROM chunks WHERE content_hash = ? AND model_id = ? LIMIT 1",
+                    (digest, model)).fetchone()
+                rows.append((key[0], key[1], chunk.index, digest, known[0] if known else b""))
+                if not known:
+                    fresh.append((len(rows) - 1, chunk.text))
+        if fresh:
+            vectors = np.asarray(self.provider.embed_passages([t for _, t in fresh]), dtype=np.float32)
+            for (row_index, _), vector in zip(fresh, vectors, strict=True):
+                sid, mid, idx, digest, _ = rows[row_index]
+                rows[row_index] = (sid, mid, idx, digest, encode(vector))
+        # A message with no text gets an empty marker row so it is not pending forever.
+        covered = {(r[0], r[1]) for r in rows}
+        rows += [(sid, mid, 0, b"", b"") for sid, mid in batch if (sid, mid) not in covered]
+        self._write(rows, fingerprint)
+
+    def _write(self, rows: list[tuple[str, int, int, bytes, bytes]], fingerprint: str) -> None:
+        """Store ``rows`` under the model of ``fingerprint`` (registered on its first vector)."""
         with self.index.writer(WRITE_LOCK_WAIT):
             conn = self.index.connect()
             try:
@@ -178,7 +211,6 @@ class Embedder:
                         [(model, sid, mid, idx, digest, vector) for sid, mid, idx, digest, vector in rows],
                     )
                     bump_vectors_generation(conn)
-                return model
             finally:
                 conn.close()
 
@@ -216,21 +248,26 @@ def bump_vectors_generation(conn: sqlite3.Connection) -> None:
 _pending_cache: dict[tuple, dict[str, int]] = {}
 
 
-def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str]) -> int:
-    """How many in-scope messages lack vectors. The sessions with a backlog are found once
-    per index and vector state (usually few); a query only looks those up in its scope."""
-    key = (*vectors_key(conn), fingerprint)
+def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str],
+                     since: float | None = None) -> int:
+    """How many in-scope messages lack vectors (with ``since``: of those written at or after it;
+    older ones are not meant to get any). The sessions with a backlog are found once per index
+    and vector state (usually few); a query only looks those up in its scope."""
+    key = (*vectors_key(conn), fingerprint, since)
     pending = _pending_cache.get(key)
     if pending is None:
         kinds = ",".join("?" * len(EMBED_KINDS))
+        # A message is at or after ``since`` exactly when one of its entries is.
+        newer, newer_params = ("AND timestamp >= ?", [since]) if since is not None else ("", [])
         messages = conn.execute(
             f"SELECT session_id, COUNT(DISTINCT message_id) FROM entries WHERE kind IN ({kinds}) "
-            "AND message_id IS NOT NULL GROUP BY session_id", EMBED_KINDS).fetchall()
+            f"AND message_id IS NOT NULL {newer} GROUP BY session_id", [*EMBED_KINDS, *newer_params]).fetchall()
         # Only vectors of messages the index still has count (rewound ones are orphans).
         vectors = dict(conn.execute(
             "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_id = ? "
-            f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds})) "
-            "GROUP BY c.session_id", (model_id(conn, fingerprint), *EMBED_KINDS)).fetchall())
+            f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds}) "
+            f"{newer.replace('timestamp', 'e.timestamp')}) GROUP BY c.session_id",
+            (model_id(conn, fingerprint), *EMBED_KINDS, *newer_params)).fetchall())
         if len(_pending_cache) > 8:
             _pending_cache.clear()
         pending = _pending_cache[key] = {sid: n - vectors.get(sid, 0) for sid, n in messages
@@ -254,7 +291,8 @@ class _Worker(threading.Thread):
             with exclusive(_embed_lock(self.embedder.index), 0, "another process is embedding"):
                 self.embedder.embed(stop=self.stop)
         except RecallError as exc:
-            if exc.code != "index_busy":
+            # Busy: another process embeds. Consent withdrawn mid-request: stopping is the point.
+            if exc.code not in ("index_busy", CONSENT_REQUIRED):
                 self.error = exc.message
         except Exception as exc:  # reported as semantic_status "unavailable", never raised into Hermes
             self.error = f"{type(exc).__name__}: {exc}"

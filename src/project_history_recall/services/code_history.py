@@ -12,14 +12,14 @@ from __future__ import annotations
 import json
 import os
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from project_history_recall.index.diffs import Hunk, diff_hunks, render_patch
 from project_history_recall.index.edit_phase import clean_relative
 from project_history_recall.index.edits import render_edit
 from project_history_recall.index.symbols import changed_line_symbol, definition, symbol_at
-from project_history_recall.paths import path_key
+from project_history_recall.paths import is_same_or_under, path_key
 from project_history_recall.tokenizer import index_tokens, matched_units, plan_query
 from project_history_recall.when import format_when
 
@@ -73,6 +73,7 @@ class Round:
     content: str | None = None  # the whole file after a write or add
     base_known: bool = True
     hunks: tuple[Hunk, ...] = field(default_factory=tuple)
+    cwd: str | None = None
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Round:
@@ -80,19 +81,31 @@ class Round:
         return cls(row["session_id"], row["message_id"], row["seq"], row["timestamp"], row["path"], row["abs_path"],
                    row["form"], row["old_text"], row["new_text"], row["said"], row["branch"], row["repo_root"],
                    rendered.patch, rendered.symbol, rendered.anchor, rendered.content, row["form"] != "write",
-                   rendered.hunks)
+                   rendered.hunks, row["cwd"])
 
-    def places(self) -> list[str]:
-        """Where the file is on disk: where the edit landed, else under the session's repo root."""
+    def places(self, roots: Sequence[str]) -> list[str]:
+        """Where the file is on disk: where the edit landed, else under the session's repo root
+        — only places that resolve (symlinks followed) inside ``roots``, the project's folders: a
+        ``../..`` or absolute path in a patch, or a link out of the repo, is never read."""
         found = [self.abs_path] if self.abs_path else []
         if self.repo_root:
             found.append(os.path.join(self.repo_root, self.path))
-        return found
+        inside = _inside(roots)
+        if self.cwd and self.repo_root and inside(self.repo_root):
+            # The session's folder is a checkout of a project repo (a linked worktree elsewhere).
+            inside = _inside([*roots, self.cwd])
+        return [place for place in found if inside(place)]
+
+
+def _inside(roots: Sequence[str]) -> Callable[[str], bool]:
+    """Whether a path, symlinks resolved, is one of ``roots`` (resolved too) or under one."""
+    real_roots = [path_key(os.path.realpath(root)) for root in roots]
+    return lambda path: any(is_same_or_under(path_key(os.path.realpath(path)), root) for root in real_roots)
 
 
 _ROUND_SQL = (
     "SELECT e.session_id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text, "
-    "e.raw, e.said, s.branch, s.repo_root "
+    "e.raw, e.said, s.branch, s.repo_root, s.cwd "
     "FROM edits e JOIN sessions s ON s.id = e.session_id "
     "WHERE e.session_id IN (SELECT value FROM json_each(?))"
 )
@@ -165,14 +178,14 @@ def reconstruct(rounds: Sequence[Round]) -> None:
         known[round_.branch] = _apply(base, round_)
 
 
-def locate_symbols(rounds: Sequence[Round]) -> None:
+def locate_symbols(rounds: Sequence[Round], roots: Sequence[str]) -> None:
     """For rounds whose own lines do not say where they are: find their new text in the
-    file as it is now (read once per file), and take the definition around it."""
+    file as it is now (read once per file, inside ``roots`` only), and take the definition around it."""
     texts: dict[str, str | None] = {}
     for round_ in rounds:
         if round_.symbol or not round_.anchor:
             continue
-        for place in round_.places():
+        for place in round_.places(roots):
             if place not in texts:
                 texts[place] = _read_text(place) if os.path.isfile(place) else None
             text = texts[place]
@@ -205,10 +218,10 @@ def version_present(file_text: str, round_: Round) -> bool | None:
     return all(verdicts) if verdicts else None
 
 
-def still_in_file(round_: Round) -> bool | None:
+def still_in_file(round_: Round, roots: Sequence[str]) -> bool | None:
     """Check the last round against the file on disk: where the edit landed, else the
-    path under the session's repo root; None when neither can be read."""
-    places = round_.places()
+    path under the session's repo root, inside ``roots``; None when neither can be read."""
+    places = round_.places(roots)
     if round_.form == "delete":
         return None if not places else not any(os.path.exists(p) for p in places)
     for place in places:
@@ -270,9 +283,10 @@ def _round_dict(round_: Round, budget: int) -> dict:
 
 def code_history(conn: sqlite3.Connection, scope_session_ids: Sequence[str], path: str, symbol: str | None = None,
                  query: str | None = None, branch: str | None = None, budget_chars: int = DEFAULT_BUDGET_CHARS,
-                 limit: int | None = None) -> dict:
+                 limit: int | None = None, roots: Sequence[str] = ()) -> dict:
     """The rounds of one file among ``scope_session_ids``, oldest first, patches within
-    ``budget_chars`` in all; the last round says whether its version is still in the file."""
+    ``budget_chars`` in all; the last round says whether its version is still in the file.
+    Files are read only inside ``roots`` (the project's folders)."""
     scope = json.dumps(list(scope_session_ids))
     extra, params = _branch_sql(branch)
     candidates = [(r[0], r[1]) for r in conn.execute(
@@ -289,7 +303,7 @@ def code_history(conn: sqlite3.Connection, scope_session_ids: Sequence[str], pat
     chosen = matched[0]
     rounds = _load_rounds(conn, scope, chosen, branch)
     reconstruct(rounds)
-    locate_symbols(rounds)
+    locate_symbols(rounds, roots)
     if symbol:
         rounds = [r for r in rounds if _matches_symbol(r, symbol)]
     if query:
@@ -300,7 +314,7 @@ def code_history(conn: sqlite3.Connection, scope_session_ids: Sequence[str], pat
     each = max(MIN_PATCH_CHARS, budget_chars // max(1, len(rounds)))
     shown = [_round_dict(r, each) for r in rounds]
     if shown:
-        shown[-1]["still_in_file"] = still_in_file(rounds[-1])
+        shown[-1]["still_in_file"] = still_in_file(rounds[-1], roots)
     response: dict = {"success": True, "path": chosen, "rounds": shown, "total_rounds": total}
     if not shown:
         response["message"] = f"No recorded edits of {chosen!r} match"

@@ -11,8 +11,10 @@
   and a set of projects (``["*"]`` means every project). Changing any of the
   three, or a project outside the set, needs a new confirmation.
 * ``scope`` is ``"history+incremental"`` (existing history and new messages) or
-  ``"incremental"`` (only messages after ``confirmed_at``); the indexer reads it
-  through :attr:`Consent.includes_history`.
+  ``"incremental"``: only messages written at or after ``confirmed_at`` may be sent;
+  older history stays on this machine, found by keyword search only (and by vectors
+  made earlier under a wider consent). The embedder reads it through
+  :attr:`Consent.history_since`, before every batch.
 * The local provider never needs consent.
 * The file is written atomically (temp file in the same folder, fsync,
   ``os.replace``). A missing, unreadable, half-written or malformed file means
@@ -26,6 +28,7 @@ written atomically too.
 
 from __future__ import annotations
 
+import calendar
 import json
 import os
 import tempfile
@@ -136,6 +139,24 @@ class Consent:
     def includes_history(self) -> bool:
         """May messages written before ``confirmed_at`` be sent?"""
         return self.scope == SCOPE_ALL
+
+    @property
+    def history_since(self) -> float | None:
+        """The oldest message time that may be sent (epoch seconds); None: all history. An
+        unreadable ``confirmed_at`` on an incremental consent lets nothing old through."""
+        if self.includes_history:
+            return None
+        try:
+            return float(calendar.timegm(time.strptime(self.confirmed_at, "%Y-%m-%dT%H:%M:%SZ")))
+        except ValueError:
+            return float("inf")
+
+    @property
+    def scope_meaning(self) -> str:
+        if self.includes_history:
+            return "all history of the covered projects, and new messages, may be sent"
+        return (f"only messages written since {self.confirmed_at} may be sent; older history stays on "
+                "this machine (keyword search only)")
 
     def covers_project(self, project_key: str) -> bool:
         return self.all_projects or project_key in self.projects

@@ -23,8 +23,10 @@ from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingPr
 from project_history_recall.embeddings.openai import API_KEY_ENV
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import Progress
+from project_history_recall.index.store import get_meta
 from project_history_recall.index.vectors import (
     Embedder,
+    Permit,
     background_running,
     last_background_error,
     pending_in_scope,
@@ -32,6 +34,7 @@ from project_history_recall.index.vectors import (
 )
 from project_history_recall.search.scope import Scope, session_identities
 from project_history_recall.services.consent import (
+    Consent,
     consent_covers,
     consent_matches_service,
     load_consent,
@@ -70,7 +73,8 @@ def provider_for(settings: Any, data_dir: Any, env: dict[str, str] | None = None
     """The configured provider. A local model loads once per process; a remote provider is
     built anew each time, and only when the consent record in ``data_dir`` matches its
     provider, endpoint and model (else ``ProviderError(consent_required)``); every request
-    it sends is counted in the usage file (counts, never content)."""
+    it sends is counted in the usage file (counts, never content), and refused once that
+    consent is gone."""
     parsed = parse_settings(settings)
     if parsed.provider == "local":
         key = json.dumps([parsed.provider, parsed.model, parsed.endpoint], sort_keys=True)
@@ -79,12 +83,18 @@ def provider_for(settings: Any, data_dir: Any, env: dict[str, str] | None = None
             if provider is None:
                 provider = _local_providers[key] = make_provider(parsed)
             return provider
-    consent = load_consent(data_dir) if data_dir is not None else None
-    if not consent_matches_service(consent, provider=parsed.provider, endpoint=parsed.endpoint, model=parsed.model):
-        raise ProviderError(f"sending history to {parsed.endpoint} ({parsed.model}) needs the user's consent first",
-                            CONSENT_REQUIRED)
+    def require_consent() -> None:
+        consent = load_consent(data_dir) if data_dir is not None else None
+        if not consent_matches_service(consent, provider=parsed.provider, endpoint=parsed.endpoint,
+                                       model=parsed.model):
+            raise ProviderError(f"sending history to {parsed.endpoint} ({parsed.model}) needs the user's consent "
+                                "first", CONSENT_REQUIRED)
+
+    require_consent()
 
     def on_sent(texts: int, chars: int) -> None:
+        # Asked again before every request: a consent revoked while a backlog is sent stops it here.
+        require_consent()
         record_sent(data_dir, provider=parsed.provider, endpoint=parsed.endpoint, model=parsed.model,
                     requests=1, texts=texts, chars=chars)
 
@@ -98,6 +108,7 @@ class SemanticService:
     def __init__(self, workspace: Workspace, *, background: bool = False) -> None:
         self.workspace = workspace
         self.background = background
+        self._permit_cache: tuple[tuple, Permit] | None = None
 
     def configured_state(self, project_key: str | None) -> SemanticState | None:
         """``disabled``, ``unavailable`` (a config we cannot use) or ``consent_required``, decided
@@ -133,16 +144,17 @@ class SemanticService:
         index = self.workspace.index
         try:
             provider = self.provider()
-            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+            since = self._since() if provider.remote else None
+            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids, since)
             if act and 0 < pending <= SYNC_EMBED_BUDGET:
                 self.embedder(provider).embed(session_ids=scope.session_ids)
-                pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+                pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids, since)
         except ProviderError as exc:
             if exc.code == CONSENT_REQUIRED:
                 return SemanticState("consent_required")
             return SemanticState("unavailable", error=exc.message)
         except RecallError as exc:  # the writer lock is busy: embed later
-            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids)
+            pending = pending_in_scope(conn, provider.fingerprint, scope.session_ids, since)
             if exc.code != "index_busy":
                 raise
         if not pending:
@@ -173,17 +185,38 @@ class SemanticService:
     def embedder(self, provider: EmbeddingProvider) -> Embedder:
         emb = self.workspace.settings.embedding
         return Embedder(self.workspace.index, provider, emb.chunk_size, emb.chunk_overlap,
-                        allowed_sessions=self._consented_sessions() if provider.remote else None)
+                        permit=self._permit if provider.remote else None)
 
-    def _consented_sessions(self) -> list[str]:
-        """The sessions whose projects the consent record covers: nothing else may leave."""
-        consent = load_consent(self.workspace.home.data_dir)
-        conn = self.workspace.index.connect_readonly()
+    def _consent(self) -> Consent | None:
+        """The consent record, when it still names this service in this profile."""
+        emb, home = self.workspace.settings.embedding, self.workspace.home
+        consent = load_consent(home.data_dir)
+        if consent is None or consent.profile != home.profile or not consent_matches_service(
+                consent, provider=emb.provider, endpoint=emb.endpoint, model=emb.model):
+            return None
+        return consent
+
+    def _since(self) -> float | None:
+        consent = self._consent()
+        return consent.history_since if consent is not None else None
+
+    def _permit(self) -> Permit | None:
+        """What a remote provider may be sent now, read afresh before every batch: nothing once
+        the consent is revoked or changed; only its projects' sessions; with an incremental
+        consent, only messages written since it was given."""
+        consent = self._consent()
+        conn = self.workspace.index.connect_readonly() if consent is not None else None
         if consent is None or conn is None:
-            return []
+            return None
         try:
-            return [sid for sid, (identity, _) in session_identities(conn, self.workspace.resolver()).items()
-                    if not identity.is_home and consent.covers_project(identity.scope_key)]
+            # The covered sessions are worked out again only when the consent or the index changed.
+            resolver = self.workspace.resolver()
+            key = (consent, resolver.key, get_meta(conn, "generation"))
+            if self._permit_cache is None or self._permit_cache[0] != key:
+                sessions = frozenset(sid for sid, (identity, _) in session_identities(conn, resolver).items()
+                                     if not identity.is_home and consent.covers_project(identity.scope_key))
+                self._permit_cache = (key, Permit(sessions, consent.history_since))
+            return self._permit_cache[1]
         finally:
             conn.close()
 

@@ -77,9 +77,11 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
         info.update(semantic_state.as_dict())
         info["semantic"] = {"enabled": emb.enabled, "provider": emb.provider, "model": emb.model,
                             "vectors_indexed": vectors}
-        info["consent"] = {"required": needs_consent(emb.provider),
-                           "given": load_consent(home.data_dir) is not None,
+        consent = load_consent(home.data_dir)
+        info["consent"] = {"required": needs_consent(emb.provider), "given": consent is not None,
                            "path": str(consent_path(home.data_dir))}
+        if consent is not None:
+            info["consent"].update(scope=consent.scope, meaning=consent.scope_meaning)
         # What has left the machine, as counts (never content): requests, texts, characters.
         info["sent"] = load_sent(home.data_dir).total.as_dict()
     finally:

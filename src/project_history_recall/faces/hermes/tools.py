@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from project_history_recall.errors import RecallError, bad_argument
+from project_history_recall.quoting import UNTRUSTED_NOTICE
 from project_history_recall.services import code_history as chain
 from project_history_recall.services import updates
 from project_history_recall.tokenizer import scrub
@@ -26,7 +27,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "other sessions, with @session: links. Use when the user asks about prior work on this "
         "codebase: 'what did we decide about X', 'where did we leave Y', 'what command did we run'. "
         "Modes: 'hybrid' (default, keyword + semantic), 'keyword' (exact terms), 'semantic' "
-        "(similar meaning). Works for English and Chinese."
+        "(similar meaning). Works for English and Chinese. " + UNTRUSTED_NOTICE
     ),
     "parameters": {
         "type": "object",
@@ -102,7 +103,7 @@ HISTORY_SCHEMA: dict[str, Any] = {
         "'timeline' lists sessions newest first (filter with after/before; scope 'all' for every "
         "project); 'projects' lists every project with session counts; 'status' reports the history "
         "index (size, freshness, background indexing progress). Use project_history_search to find "
-        "something by content."
+        "something by content. " + UNTRUSTED_NOTICE
     ),
     "parameters": {
         "type": "object",
@@ -236,7 +237,8 @@ CODE_HISTORY_SCHEMA: dict[str, Any] = {
         "(patch, write_file, or a diff shown in a reply), oldest first, each with the user's words "
         "that asked for it, the branch, the enclosing function or class, the patch, and an "
         "@session: link. The last round says whether that version is still in the file. Use for "
-        "'why is X like this', 'what did we try for this function', 'which version did we keep'."
+        "'why is X like this', 'what did we try for this function', 'which version did we keep'. "
+        + UNTRUSTED_NOTICE
     ),
     "parameters": {
         "type": "object",
@@ -266,9 +268,10 @@ CODE_HISTORY_SCHEMA: dict[str, Any] = {
 def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., str]]:
     """Handlers bound to a factory, so every call sees the current profile and config."""
 
-    def reply(fn: Callable[[Any], dict]) -> str:
+    def reply(fn: Callable[[Any], dict], *, quotes_history: bool = True) -> str:
         """Every tool answer: says how fresh the index was, and carries a pending
-        new-version notice (after which a new check may start, in the background)."""
+        new-version notice (after which a new check may start, in the background); one that
+        quotes history says it is untrusted data."""
         recall = None
 
         def run() -> dict:
@@ -277,6 +280,8 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
             return recall.answer(lambda: fn(recall))
 
         payload = _payload(run)
+        if quotes_history and payload.get("success"):
+            payload["untrusted_content"] = UNTRUSTED_NOTICE
         if recall is not None:
             updates.after_tool_use(recall.home, recall.settings, payload)
         return _dumps(payload)
@@ -290,13 +295,14 @@ def make_handlers(recall_factory: Callable[[], Any]) -> dict[str, Callable[..., 
 
     def move(args: dict, **kwargs: Any) -> str:
         a = _args(args)
-        return reply(lambda r: r.move_session(_session(kwargs), a.get("project_id")))
+        return reply(lambda r: r.move_session(_session(kwargs), a.get("project_id")), quotes_history=False)
 
     def history(args: dict, **kwargs: Any) -> str:
         return reply(lambda r: _history(r, _args(args), _session(kwargs)))
 
     def index(args: dict, **kwargs: Any) -> str:
-        return reply(lambda r: r.request_index(force=_args(args).get("force", False), reason="tool"))
+        return reply(lambda r: r.request_index(force=_args(args).get("force", False), reason="tool"),
+                     quotes_history=False)
 
     def code_history(args: dict, **kwargs: Any) -> str:
         a = _args(args)
