@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.redaction import MARKER_PREFIX, find_secrets, looks_random, redact
+from project_history_recall.redaction import MARKER_PREFIX, find_secrets, looks_random, redact, strip_private
 
 # -- planted secrets ----------------------------------------------------------------
 
@@ -308,3 +308,22 @@ def test_pathological_inputs_stay_bounded(text: str) -> None:
     """Inputs that make naive patterns backtrack quadratically (each runs in ~10 ms here)."""
     once = redact(text)
     assert len(once) <= 8000 and redact(once) == once
+
+
+# -- <private> spans (issue 15) --------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a <private>b</private> c", "a [private] c"),
+    ("<Private>x\ny</PRIVATE> and <private>z</private>", "[private] and [private]"),
+    ("an open <private>tag hides the rest", "an open [private]"),
+    ("no tags, a < b", "no tags, a < b"),
+])
+def test_strip_private(text, expected):
+    assert strip_private(text) == expected
+
+
+@given(st.text(alphabet="ab <>/privte", max_size=40), st.text(alphabet="xyz", min_size=1, max_size=10),
+       st.text(alphabet="ab <>/privte", max_size=40))
+def test_what_is_inside_a_private_span_never_survives(before, secret, after):
+    out = strip_private(f"{before}<private>{secret}</private>{after}")
+    assert secret not in out.replace("[private]", "")
