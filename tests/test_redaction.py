@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from project_history_recall.redaction import MARKER_PREFIX, find_secrets, looks_random, redact
+from project_history_recall.redaction import MARKER_PREFIX, find_secrets, looks_random, redact, strip_private
 
 # -- planted secrets ----------------------------------------------------------------
 
@@ -384,3 +384,22 @@ def test_ordinary_code_near_the_new_spellings_is_kept(text: str) -> None:
 def test_prose_keeps_plain_words() -> None:
     # A trade-off: "the password is hunter" (a word) is kept, like "the password is stored".
     assert redact("the password is hunter") == "the password is hunter"
+
+
+# -- <private> spans (issue 15) --------------------------------------------------------------
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("a <private>b</private> c", "a [private] c"),
+    ("<Private>x\ny</PRIVATE> and <private>z</private>", "[private] and [private]"),
+    ("an open <private>tag hides the rest", "an open [private]"),
+    ("no tags, a < b", "no tags, a < b"),
+])
+def test_strip_private(text, expected):
+    assert strip_private(text) == expected
+
+
+@given(st.text(alphabet="ab <>/privte", max_size=40), st.text(alphabet="xyz", min_size=1, max_size=10),
+       st.text(alphabet="ab <>/privte", max_size=40))
+def test_what_is_inside_a_private_span_never_survives(before, secret, after):
+    out = strip_private(f"{before}<private>{secret}</private>{after}")
+    assert secret not in out.replace("[private]", "")

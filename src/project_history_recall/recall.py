@@ -25,7 +25,7 @@ from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service
 from project_history_recall.search.keyword import KINDS
 from project_history_recall.search.scope import Filters, compute_scope, reader_scope
-from project_history_recall.services import browse, code_history, freshness, jobs, moving
+from project_history_recall.services import browse, code_history, forgetting, freshness, jobs, moving
 from project_history_recall.services.consent import (
     SCOPE_ALL,
     consent_matches_service,
@@ -326,9 +326,13 @@ class Recall:
             explicit = self.home.load_projects()
             resolver = Resolver(explicit, self.home.environment())
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
-            return browse.projects(conn, resolver, explicit, asker.identity, branch=branch_name)
+            payload = browse.projects(conn, resolver, explicit, asker.identity, branch=branch_name)
         finally:
             conn.close()
+        withheld = forgetting.summary(self.workspace)
+        if withheld["sessions_withheld"] or withheld["exclusions"]:
+            payload["withheld"] = withheld  # counts of what is kept out, never its names or ids
+        return payload
 
     @_heals
     def code_history(self, path: object, *, session_id: str | None = None, cwd: str | None = None,
@@ -366,8 +370,20 @@ class Recall:
 
     # -- writes -------------------------------------------------------------------
 
+    def forget(self, target: object, *, undo: bool = False) -> dict:
+        """A person's "never index this session again" (or, with ``undo``, "index it again")."""
+        text = arguments.require_text(target, "session_id")
+        return forgetting.undo(self.workspace, text) if undo else forgetting.forget(self.workspace, text)
+
+    def exclude(self, *, project: str | None = None, path: str | None = None, remove: bool = False) -> dict:
+        """A person keeps a project or folders out of the index (or, with ``remove``, lets them in)."""
+        return forgetting.exclude(self.workspace, project=project, path=path, remove=remove)
+
+    def withheld(self) -> dict:
+        return forgetting.listing(self.workspace)
+
     def move_session(self, session_id: str | None, project_id: object) -> dict:
-        source = self.workspace.source
+        source = self.workspace.hermes
         exists = False
         if session_id and source.exists():
             with source.read() as reader:

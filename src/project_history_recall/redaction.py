@@ -374,3 +374,16 @@ def find_secrets(text: str) -> list[str]:
     """The kinds of secret :func:`redact` would replace in ``text`` (sorted, with repeats)."""
     found = Counter(_MARKER.findall(_apply(text))) - Counter(_MARKER.findall(text))
     return sorted(marker[len(MARKER_PREFIX) : -1] for marker in found.elements())
+
+
+PRIVATE_MARKER = "[private]"
+_PRIVATE_SPAN = re.compile(r"<private>.*?(?:</private>|\Z)", re.IGNORECASE | re.DOTALL)
+
+
+def strip_private(text: str) -> str:
+    """The text without its ``<private>…</private>`` spans, each left as ``[private]``: what a
+    person marked private is never indexed, embedded or shown. An opening tag with no closing
+    one hides the rest of the text (a forgotten ``</private>`` must not publish the secret)."""
+    if "<" not in text:
+        return text
+    return _PRIVATE_SPAN.sub(PRIVATE_MARKER, text)

@@ -25,6 +25,9 @@ class Settings:
     #: May the model's tools read other projects (``scope: "all"``, another project's session)?
     #: A person's faces (``/recall``, ``phr``) always may.
     allow_cross_project: bool = False
+    #: Globs over a session's cwd and repo root (a folder's glob covers what is under it):
+    #: those sessions are never indexed nor embedded (``phr exclude`` adds its own beside these).
+    exclude: tuple[str, ...] = ()
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> Settings:
@@ -44,6 +47,7 @@ class Settings:
                 _int(block.get("update_check_interval_hours"), 6, 0, 24 * 365)),
             home_cwd=_str(_section(config, "terminal").get("cwd"), ""),
             allow_cross_project=_bool(block.get("allow_cross_project"), False),
+            exclude=_strings(block.get("exclude")),
         )
 
 
@@ -63,6 +67,11 @@ def _section(data: dict[str, Any], key: str) -> dict[str, Any]:
 
 def _str(value: Any, default: str) -> str:
     return value.strip() if isinstance(value, str) and value.strip() else default
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else value if isinstance(value, list) else []
+    return tuple(item.strip() for item in items if isinstance(item, str) and item.strip())
 
 
 def _bool(value: Any, default: bool) -> bool:

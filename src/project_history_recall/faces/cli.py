@@ -262,5 +262,33 @@ def consent(ctx: click.Context, all_projects: bool, revoke: bool, cwd: str | Non
                                                           everywhere=all_projects, revoke=revoke),
          as_json, _echo(humanize.consent))
 
+
+@main.command()
+@click.argument("session_ref")
+@click.option("--undo", is_flag=True, help="Lift the tombstone: the session is indexed again.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def forget(ctx: click.Context, session_ref: str, undo: bool, as_json: bool) -> None:
+    """Remove a session (and sessions continued from it) from the index for good. Hermes keeps it."""
+    _run(lambda: _recall(ctx).forget(session_ref, undo=undo), as_json, _echo(humanize.withheld))
+
+
+@main.command()
+@click.option("--project", default=None, help="An explicit project's name or id, or a project's folder.")
+@click.option("--path", "glob", default=None, help="A folder or glob over cwd / repo root (covers subfolders).")
+@click.option("--remove", is_flag=True, help="Remove this exclusion: its sessions are indexed again.")
+@click.option("--list", "show", is_flag=True, help="List exclusions (with config's) and forgotten sessions.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def exclude(ctx: click.Context, project: str | None, glob: str | None, remove: bool, show: bool,
+            as_json: bool) -> None:
+    """Keep a whole project or folders out of the index and of any remote embedding."""
+    recall = _recall(ctx)
+    if show:
+        _run(recall.withheld, as_json, _echo(humanize.withheld))
+        return
+    _run(lambda: recall.exclude(project=project, path=glob, remove=remove), as_json, _echo(humanize.withheld))
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

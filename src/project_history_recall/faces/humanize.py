@@ -120,6 +120,9 @@ def _status(payload: dict) -> str:
     if sent.get("requests"):
         lines.append(f"sent to the embedding provider: {sent['requests']} requests, {sent.get('texts', 0)} texts, "
                      f"{sent.get('chars', 0)} characters (counts only)")
+    withheld = payload.get("withheld") or {}
+    if withheld.get("sessions_withheld") or withheld.get("exclusions"):
+        lines.append(_withheld_line(withheld))
     project = payload.get("project")
     if project:
         size = f" · {count(payload['sessions_in_project'], 'session')}" if "sessions_in_project" in payload else ""
@@ -155,7 +158,27 @@ def projects(payload: dict) -> str:
         mark = "*" if p.get("current") else " "
         lines.append(f"{mark} {_project_name(p)} ({p.get('kind')})  {count(p.get('sessions'), 'session')}, "
                      f"{count(p.get('messages'), 'message')}, last {p.get('last_activity') or '-'}")
+    if payload.get("withheld"):
+        lines.append(_withheld_line(payload["withheld"]))
     return "\n".join(lines) or "No projects yet."
+
+
+def _withheld_line(withheld: dict) -> str:
+    return (f"kept out of the index: {withheld.get('sessions_withheld', 0)} sessions "
+            f"({withheld.get('forgotten', 0)} forgotten, {withheld.get('exclusions', 0)} exclusions; "
+            "`phr exclude --list`)")
+
+
+@_guard
+def withheld(payload: dict) -> str:
+    """``phr forget``, ``phr exclude`` and ``--list``."""
+    if "exclusions" not in payload:
+        return str(payload.get("message"))
+    lines = [f"excluded: {e.get('name') or e.get('path')}" + (" (config.yaml)" if e.get("from") else "")
+             for e in payload["exclusions"]]
+    lines += [f"forgotten: {sid}" for sid in payload.get("forgotten", [])]
+    lines.append(f"{payload.get('sessions_withheld', 0)} sessions kept out of the index")
+    return "\n".join(lines)
 
 
 @_guard

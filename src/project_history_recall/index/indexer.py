@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from project_history_recall.index.store import Index, get_meta, set_meta, transaction
+from project_history_recall.index.store import Index, bump_vectors_generation, get_meta, set_meta, transaction
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
 from project_history_recall.tokenizer import index_text
 
@@ -250,6 +250,8 @@ class Indexer:
                 self._clear(conn)
                 self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress,
                                      known=set())
+                if conn.execute("DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount:
+                    bump_vectors_generation(conn)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed - set(signatures))
             return report
@@ -330,8 +332,11 @@ class Indexer:
                          [r["id"] for r in rows])
 
     def _delete_session(self, conn: sqlite3.Connection, sid: str) -> None:
+        """A session gone from the source (deleted, forgotten, excluded): its vectors too."""
         self._delete_entries(conn, sid)
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
+        if conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount:
+            bump_vectors_generation(conn)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
         old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()

@@ -161,11 +161,19 @@ _V6 = """
 UPDATE sessions SET content_signature = ''
 """
 
+# ``<private>`` spans are no longer indexed (issue 15): every session is read again, its edits
+# extracted again, and the vectors of messages that held such a span are made again.
+_V7 = """
+DELETE FROM chunks WHERE message_id IN (SELECT message_id FROM entries WHERE text LIKE '%<private>%');
+DELETE FROM edit_state;
+UPDATE sessions SET content_signature = ''
+"""
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
                              "edit_state", "models"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7]
 
 
 def schema_version() -> int:
@@ -342,3 +350,10 @@ def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> 
 
 def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))
+
+
+def bump_vectors_generation(conn: sqlite3.Connection) -> None:
+    """Every write to ``chunks`` bumps this, so caches of vectors and counts key on one meta row
+    instead of counting the table."""
+    conn.execute("INSERT INTO meta(key, value) VALUES ('vectors_generation', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")

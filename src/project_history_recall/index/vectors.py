@@ -31,7 +31,7 @@ from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import searchable_text
-from project_history_recall.index.store import Index, short_hash, transaction
+from project_history_recall.index.store import Index, bump_vectors_generation, short_hash, transaction
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
@@ -236,13 +236,6 @@ def vectors_key(conn: sqlite3.Connection) -> tuple:
                        "(SELECT value FROM meta WHERE key = 'vectors_generation'), "
                        "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
     return tuple(row)
-
-
-def bump_vectors_generation(conn: sqlite3.Connection) -> None:
-    """Every write to ``chunks`` bumps this, so caches of vectors and counts key on one meta row
-    instead of counting the table."""
-    conn.execute("INSERT INTO meta(key, value) VALUES ('vectors_generation', '1') "
-                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
 
 
 _pending_cache: dict[tuple, dict[str, int]] = {}

@@ -11,7 +11,7 @@ from project_history_recall import __version__
 from project_history_recall.errors import RecallError
 from project_history_recall.index.store import get_meta
 from project_history_recall.search.scope import compute_scope
-from project_history_recall.services import jobs
+from project_history_recall.services import forgetting, jobs
 from project_history_recall.services.browse import index_facts
 from project_history_recall.services.consent import consent_path, load_consent, load_sent, needs_consent
 from project_history_recall.services.semantic import SemanticService
@@ -44,6 +44,10 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
             info["state_db_sessions"], info["sessions_pending"] = jobs.pending_sessions(workspace)
         except RecallError as exc:
             info["state_db_error"] = exc.as_dict()
+        try:  # counts only: never which sessions, nor what they say
+            info["withheld"] = forgetting.summary(workspace)
+        except RecallError as exc:
+            info["withheld_error"] = exc.as_dict()
     last = jobs.last_refresh(home.data_dir)
     if last:
         info["last_refresh"] = last

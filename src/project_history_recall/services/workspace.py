@@ -19,8 +19,10 @@ from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.edit_phase import EditPhase
 from project_history_recall.index.indexer import Indexer, Probe, Progress, RefreshReport, git_probe
 from project_history_recall.index.store import Index
+from project_history_recall.services import withheld
 from project_history_recall.settings import Settings
 from project_history_recall.sources.hermes import HermesSource
+from project_history_recall.sources.withholding import WithholdingSource
 
 NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
 HOME_CONTEXT = "No project context: this session is in Home (no project), so there is nothing to search"
@@ -48,7 +50,11 @@ class Workspace:
         self.settings = settings or home.settings()
         self.probe = probe
         self.index = Index(home.data_dir)
-        self.source = HermesSource(home.state_db)
+        #: Hermes's database as it is (who is asking, moving a session) ...
+        self.hermes = HermesSource(home.state_db)
+        #: ... and as the index may see it: without what a person forgot, excluded or marked private.
+        self.source = WithholdingSource(self.hermes, lambda: withheld.token(home, self.settings),
+                                        lambda: withheld.withholding(home, self.settings))
         self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
@@ -103,10 +109,10 @@ class Workspace:
                               "lists sessions, `phr session PREFIX` finds one by prefix", "unknown_session")
 
     def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None, str | None]:
-        if not self.source.exists():
+        if not self.hermes.exists():
             return cwd, None, None
         try:
-            with self.source.read() as reader:
+            with self.hermes.read() as reader:
                 row = reader.sessions([session_id]).get(session_id)
         except RecallError:
             row = None

@@ -2,7 +2,8 @@
 
 ``/recall`` (= ``status``), ``/recall index [--force]``, ``/recall search <words>``,
 ``/recall projects``, ``/recall sessions [all]``, ``/recall consent [all|revoke]`` (the user's
-consent for a remote embedding provider: only a person types a slash command).
+consent for a remote embedding provider: only a person types a slash command),
+``/recall forget <session id|@session:…> [--undo]`` (never index that session again).
 
 A command handler runs on the host's own thread (the CLI's input loop, the
 gateway's event loop), so every subcommand is bounded: reads wait for the
@@ -32,7 +33,8 @@ logger = logging.getLogger(__name__)
 
 NAME = "recall"
 DESCRIPTION = "Project history: index status, indexing, search, projects, recent sessions"
-ARGS_HINT = "[status | index [--force] | search <words> | projects | sessions [all] | consent [all|revoke]]"
+ARGS_HINT = ("[status | index [--force] | search <words> | projects | sessions [all] | consent [all|revoke]"
+             " | forget <id> [--undo]]")
 USAGE = f"usage: /recall {ARGS_HINT}"
 COMMAND_WAIT = 5.0
 SEARCH_LIMIT = humanize.SEARCH_PREVIEW
@@ -62,10 +64,13 @@ def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
     rest = words[1:]
     if sub in ("help", "-h", "--help"):
         return USAGE, None
-    if sub not in ("status", "index", "search", "projects", "sessions", "consent"):
+    if sub not in ("status", "index", "search", "projects", "sessions", "consent", "forget"):
         return f"unknown subcommand {sub!r}\n{USAGE}", None
     if sub == "search" and not rest:
         return f"search needs some words\n{USAGE}", None
+    targets = [w for w in rest if w != "--undo"]
+    if sub == "forget" and len(targets) != 1:
+        return f"forget needs one session id\n{USAGE}", None
     recall = recall_factory()
     session_id, cwd = live_session_id(), os.getcwd()
     try:
@@ -78,6 +83,8 @@ def run(raw_args: str, recall_factory: Callable[[], Any]) -> tuple[str, Any]:
             payload = recall.answer(lambda: recall.search(" ".join(rest), session_id=session_id, cwd=cwd,
                                                                      limit=SEARCH_LIMIT))
             return humanize.search(payload), recall
+        if sub == "forget":
+            return humanize.withheld(recall.forget(targets[0], undo="--undo" in rest)), recall
         if sub == "consent":
             words_ = {w.lower() for w in rest}
             payload = recall.consent(session_id=session_id, cwd=cwd, everywhere="all" in words_,
