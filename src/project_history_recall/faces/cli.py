@@ -243,5 +243,20 @@ def consent(ctx: click.Context, all_projects: bool, revoke: bool, cwd: str | Non
     _run(lambda: _recall(ctx).consent(cwd=_asker(cwd) if cwd else os.getcwd(), everywhere=all_projects,
                                       revoke=revoke), as_json, _echo(humanize.consent))
 
+
+@main.command("mcp")
+@click.option("--cwd", default=None, type=click.Path(exists=True, file_okay=False),
+              help="The project to serve: this folder's (default: the folder the server starts in).")
+@click.pass_context
+def mcp_command(ctx: click.Context, cwd: str | None) -> None:
+    """Serve the model's tools over MCP on stdin/stdout (for Claude Code, Codex, any MCP host)."""
+    from project_history_recall.faces import mcp_server
+    from project_history_recall.recall import Recall
+
+    home = ctx.obj["home"]
+    # A long-lived server, like the plugin: a large embedding backlog is worked off in the background.
+    mcp_server.serve(lambda: Recall(home, background_embedding=True), _asker(cwd) or os.getcwd())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
