@@ -3,8 +3,10 @@ hermes-agent 0.19.0 and its ``[mcp]`` extra in the same environment."""
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -15,6 +17,20 @@ from mcp.client.stdio import stdio_client
 from builders import History, git_init
 
 TOOLS = {"project_history_search", "project_history", "project_history_index", "project_code_history"}
+
+
+def test_the_server_installs_beside_hermes_and_its_mcp_extra():
+    """The same environment holds hermes-agent 0.19.0 with its ``[mcp]`` extra (what Hermes imports
+    for its own MCP client) and our server; pip finds nothing broken."""
+    from packaging.requirements import Requirement
+
+    hermes_wants = [r for r in map(Requirement, importlib.metadata.requires("hermes-agent") or [])
+                    if r.name == "mcp" and r.marker is not None and r.marker.evaluate({"extra": "mcp"})]
+    assert importlib.metadata.version("hermes-agent") == "0.19.0"
+    assert hermes_wants and all(r.specifier.contains(importlib.metadata.version("mcp")) for r in hermes_wants)
+    __import__("mcp.server.fastmcp")
+    check = subprocess.run([sys.executable, "-m", "pip", "check"], capture_output=True, text=True)
+    assert check.returncode == 0, check.stdout + check.stderr
 
 
 def _server(tmp_path: Path, cwd: Path, *extra: str) -> StdioServerParameters:
