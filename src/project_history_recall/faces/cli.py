@@ -290,5 +290,20 @@ def exclude(ctx: click.Context, project: str | None, glob: str | None, remove: b
     _run(lambda: recall.exclude(project=project, path=glob, remove=remove), as_json, _echo(humanize.withheld))
 
 
+
+@main.command("mcp")
+@click.option("--cwd", default=None, type=click.Path(exists=True, file_okay=False),
+              help="The project to serve: this folder's (default: the folder the server starts in).")
+@click.pass_context
+def mcp_command(ctx: click.Context, cwd: str | None) -> None:
+    """Serve the model's tools over MCP on stdin/stdout (for Claude Code, Codex, any MCP host)."""
+    from project_history_recall.faces import mcp_server
+    from project_history_recall.recall import Recall
+
+    home = ctx.obj["home"]
+    # A long-lived server, like the plugin: a large embedding backlog is worked off in the background.
+    mcp_server.serve(lambda: Recall(home, background_embedding=True), _asker(cwd) or os.getcwd())
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()
