@@ -19,12 +19,6 @@ from test_commands import recall as slash
 pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
-def remote_config(h: History, server: FakeEmbeddingServer) -> None:
-    (h.root / "config.yaml").write_text(
-        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
-        f"        provider: openai\n        base_url: {server.base_url}\n        model: m\n"
-        "        dimensions: 8\n        batch_size: 2\n        enabled: true\n")
-
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
@@ -32,7 +26,7 @@ def setup(tmp_path, monkeypatch):
     repo = git_init(tmp_path / "repo")
     monkeypatch.chdir(repo)
     with FakeEmbeddingServer(dim=8) as server:
-        remote_config(h, server)
+        h.use_remote_embedder(server.base_url, batch_size=2)
         yield h, repo, server
     h.close()
 
