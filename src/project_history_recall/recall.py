@@ -19,7 +19,8 @@ from project_history_recall import arguments
 from project_history_recall.attribution import Resolver
 from project_history_recall.errors import RecallError, bad_argument
 from project_history_recall.hermes_home import HermesHome
-from project_history_recall.index.indexer import Probe, Progress, RefreshReport, git_probe
+from project_history_recall.index.indexer import Progress, RefreshReport
+from project_history_recall.index.probes import Probe, git_probe
 from project_history_recall.index.store import Index, is_damage
 from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service

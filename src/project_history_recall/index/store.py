@@ -169,11 +169,18 @@ DELETE FROM edit_state;
 UPDATE sessions SET content_signature = ''
 """
 
+# A probe remembers how its folder looked (:func:`.probes.folder_marker`), so a folder
+# re-pointed under the index is probed again (issue 18 §3); older probes have none and are
+# probed once more.
+_V8 = """
+ALTER TABLE probes ADD COLUMN folder_marker TEXT
+"""
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
                              "edit_state", "models"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7, _V8]
 
 
 def schema_version() -> int:
