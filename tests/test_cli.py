@@ -73,3 +73,23 @@ def test_phr_is_an_installed_command(tmp_path):
     out = subprocess.run([sys.executable, "-m", "project_history_recall.faces.cli", "--help"],
                          capture_output=True, text=True, check=True).stdout
     assert "search" in out and "index" in out and "install" in out
+
+
+def test_status_counts_what_index_then_changes(tmp_path):
+    """A retitle, an ended session, a new message and a deleted session are each counted by
+    ``status`` and then done by ``index`` — the same number (issue 19 §5)."""
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    for sid in ("a", "b", "c", "d"):
+        h.session(sid, repo, f"{sid} talks about the heron", "ok")
+    home = str(h.root)
+    assert run("--home", home, "index")[0] == 0
+    for change in (lambda: h.db.set_session_title("a", "Heron plan"), lambda: h.db.end_session("b", "done"),
+                   lambda: h.say("c", "one more heron note"), lambda: h.db.delete_session("d")):
+        change()
+        pending = json.loads(run("--home", home, "status", "--json")[1])["sessions_pending"]
+        report = json.loads(run("--home", home, "index", "--json")[1])
+        assert pending == 1 == report["sessions_updated"] + report["sessions_removed"], report
+    code, out = run("--home", home, "status")
+    assert code == 0 and "(0 changed since the last index)" in out
+    h.close()

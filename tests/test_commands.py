@@ -54,7 +54,8 @@ def h(tmp_path, monkeypatch):
 
 def test_status_is_the_default_and_creates_no_file(h):
     text = recall()
-    assert "index: none" in text and "No index yet" in text and "Hermes sessions: 3 (3 not indexed yet)" in text
+    assert "index: none" in text and "No index yet" in text
+    assert "Hermes sessions: 3 (3 changed since the last index)" in text
     assert "current project: Repo (explicit)" in text
     assert recall("status") == text
     assert not (h.root / "plugins").exists()
@@ -64,7 +65,7 @@ def test_index_then_status(h):
     assert recall("index").startswith("indexed 3 changed sessions of 3 (3 messages) in ")
     assert recall("index").startswith("indexed 0 changed sessions of 3")
     text = recall("status")
-    assert "index: ready" in text and "3 sessions, 3 messages" in text and "(0 not indexed yet)" in text
+    assert "index: ready" in text and "3 sessions, 3 messages" in text and "(0 changed since the last index)" in text
     assert "job " in text and ": done" in text
     forced = recall("index --force")
     assert forced.startswith("indexed 3 changed sessions of 3")

@@ -105,7 +105,7 @@ def _status(payload: dict) -> str:
         lines.append(f"  last indexed {payload.get('last_index_at') or 'never'}{took}")
     if "state_db_sessions" in payload:
         lines.append(f"Hermes sessions: {payload['state_db_sessions']} "
-                     f"({payload.get('sessions_pending', 0)} not indexed yet)")
+                     f"({payload.get('sessions_pending', 0)} changed since the last index)")
     elif not payload.get("state_db_exists"):
         lines.append(f"Hermes session database not found: {payload.get('state_db')}")
     if payload.get("job"):
@@ -139,8 +139,9 @@ status = _guard(_status)
 def index(payload: dict) -> str:
     if payload.get("status") == "running":
         return str(payload.get("message"))
+    removed = f", {payload['sessions_removed']} removed" if payload.get("sessions_removed") else ""
     line = (f"indexed {count(payload.get('sessions_updated', 0), 'changed session')} of "
-            f"{payload.get('sessions_total', 0)} ({count(payload.get('messages_read', 0), 'message')}) "
+            f"{payload.get('sessions_total', 0)}{removed} ({count(payload.get('messages_read', 0), 'message')}) "
             f"in {float(payload.get('seconds') or 0):.2f}s")
     embedding = payload.get("embedding") or {}
     if embedding.get("embedded"):

@@ -159,6 +159,44 @@ def _cap(text: str) -> str:
 _unchanged: dict[str, tuple[str, int, dict[str, str]]] = {}
 
 
+@dataclass
+class Changes:
+    """What a refresh would do: the one definition that ``status`` counts and the indexer acts on."""
+
+    signatures: dict[str, tuple[str, str]]
+    max_message_id: int
+    indexed_max: int
+    content: set[str]  # new sessions and those whose messages changed: re-read whole
+    meta: set[str]  # only the title, cwd, git fields, end or archive flag changed
+    removed: set[str]  # gone from the source
+    indexed: set[str]  # what the index holds now
+
+    def __bool__(self) -> bool:
+        return bool(self.content or self.meta or self.removed)
+
+    def __len__(self) -> int:
+        return len(self.content) + len(self.meta) + len(self.removed)
+
+
+def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> Changes:
+    """Compare the source's session signatures (and newest message id) with the index's mirror."""
+    signatures = reader.signatures()
+    max_id = reader.max_message_id()
+    indexed_max = int(get_meta(conn, "max_message_id", "0") or 0)
+    mirror = {
+        row["id"]: (row["signature"], row["content_signature"])
+        for row in conn.execute("SELECT id, signature, content_signature FROM sessions")
+    }
+    if force:
+        return Changes(signatures, max_id, indexed_max, set(signatures), set(), set(mirror) - set(signatures),
+                       set(mirror))
+    new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
+    content = {sid for sid, (_, content_signature) in signatures.items()
+               if sid not in mirror or mirror[sid][1] != content_signature or sid in new_messages}
+    meta = {sid for sid, (signature, _) in signatures.items() if sid not in content and mirror[sid][0] != signature}
+    return Changes(signatures, max_id, indexed_max, content, meta, set(mirror) - set(signatures), set(mirror))
+
+
 class Indexer:
     def __init__(self, index: Index, source: Source, probe: Probe = git_probe,
                  phases: Iterable[IndexPhase] = ()) -> None:
@@ -210,30 +248,11 @@ class Indexer:
 
     def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
                  progress: Progress | None) -> RefreshReport:
-        signatures = reader.signatures()
-        max_id = reader.max_message_id()
+        changes = pending_changes(conn, reader, force=force)
+        signatures, max_id = changes.signatures, changes.max_message_id
+        content_dirty, meta_dirty, removed = changes.content, changes.meta, changes.removed
         report = RefreshReport(sessions_total=len(signatures), full=force)
-        indexed_max = int(get_meta(conn, "max_message_id", "0") or 0)
-        mirror = {
-            row["id"]: (row["signature"], row["content_signature"])
-            for row in conn.execute("SELECT id, signature, content_signature FROM sessions")
-        }
-        if force:
-            content_dirty = set(signatures)
-            meta_dirty: set[str] = set()
-            removed = set(mirror)
-        else:
-            new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
-            content_dirty = {
-                sid for sid, (_, content) in signatures.items()
-                if sid not in mirror or mirror[sid][1] != content or sid in new_messages
-            }
-            meta_dirty = {
-                sid for sid, (signature, _) in signatures.items()
-                if sid not in content_dirty and mirror[sid][0] != signature
-            }
-            removed = set(mirror) - set(signatures)
-        if not (content_dirty or meta_dirty or removed) and max_id == indexed_max:
+        if not changes and max_id == changes.indexed_max:
             return report
         source_sessions = reader.sessions(content_dirty | meta_dirty)
 
@@ -246,7 +265,7 @@ class Indexer:
                 if conn.execute("DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount:
                     bump_vectors_generation(conn)
                 self._finish(conn, max_id)
-            report.sessions_removed = len(removed - set(signatures))
+            report.sessions_removed = len(removed)
             return report
 
         with transaction(conn):
@@ -260,7 +279,7 @@ class Indexer:
         for start in range(0, len(ordered), BATCH_SESSIONS):
             batch = ordered[start : start + BATCH_SESSIONS]
             with transaction(conn):
-                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=set(mirror))
+                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed)
             if progress:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):

@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 
 from project_history_recall.errors import RecallError, no_db
+from project_history_recall.index.indexer import pending_changes
 from project_history_recall.index.vectors import background_running, start_background
 from project_history_recall.locks import exclusive
 from project_history_recall.services.semantic import SemanticService
@@ -402,18 +403,19 @@ def wait(workspace: Workspace, job: Job, timeout: float) -> Job:
 
 
 def pending_sessions(workspace: Workspace, force: bool = False) -> tuple[int, int]:
-    """Sessions in Hermes's database, and how many of them a refresh would (re)read:
-    all with ``force``, else the new ones and those whose messages changed."""
-    with workspace.source.read() as reader:
-        source = reader.signatures()
+    """Sessions in Hermes's database, and how many a refresh would change: all with ``force``,
+    else the new ones, those that changed and those gone (:func:`~..indexer.pending_changes`,
+    the indexer's own comparison, so ``status`` and ``phr index`` count the same)."""
     conn = None if force else workspace.index.connect_readonly()
-    if conn is None:
-        return len(source), len(source)
-    try:
-        mirror = {r["id"]: r["content_signature"] for r in conn.execute("SELECT id, content_signature FROM sessions")}
-    finally:
-        conn.close()
-    return len(source), sum(1 for sid, (_, content) in source.items() if mirror.get(sid) != content)
+    with workspace.source.read() as reader:
+        if conn is None:
+            total = len(reader.signatures())
+            return total, total
+        try:
+            changes = pending_changes(conn, reader)
+        finally:
+            conn.close()
+    return len(changes.signatures), len(changes)
 
 
 def request_index(workspace: Workspace, *, force: bool = False, reason: str = "tool", budget: float | None = None,
