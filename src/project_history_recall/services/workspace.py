@@ -21,7 +21,10 @@ from project_history_recall.index.indexer import Indexer, Probe, Progress, Refre
 from project_history_recall.index.store import Index
 from project_history_recall.services import withheld
 from project_history_recall.settings import Settings
+from project_history_recall.sources import Source, claude_code, codex
+from project_history_recall.sources.composite import CompositeSource
 from project_history_recall.sources.hermes import HermesSource
+from project_history_recall.sources.transcripts import TranscriptCachePhase, TranscriptSource
 from project_history_recall.sources.withholding import WithholdingSource
 
 NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
@@ -52,10 +55,16 @@ class Workspace:
         self.index = Index(home.data_dir)
         #: Hermes's database as it is (who is asking, moving a session) ...
         self.hermes = HermesSource(home.state_db)
-        #: ... and as the index may see it: without what a person forgot, excluded or marked private.
-        self.source = WithholdingSource(self.hermes, lambda: withheld.token(home, self.settings),
+        #: ... every history that is on (config ``sources``; default: all whose folder exists) ...
+        self.sources: list[Source] = [
+            s for s in (self.hermes, TranscriptSource(claude_code.ClaudeCodeFormat(), claude_code.default_root(),
+                                                      self.index),
+                        TranscriptSource(codex.CodexFormat(), codex.default_root(), self.index))
+            if self.settings.sources is None or s.name in self.settings.sources]
+        #: ... and as the index may see them: without what a person forgot, excluded or marked private.
+        self.source = WithholdingSource(CompositeSource(self.sources), lambda: withheld.token(home, self.settings),
                                         lambda: withheld.withholding(home, self.settings))
-        self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
+        self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase(), TranscriptCachePhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
