@@ -66,6 +66,8 @@ class SourceMessage:
 #: The agents whose histories are read, as ``sessions.source`` names them. Hermes's own
 #: sessions keep Hermes's platform there (``cli``, ``telegram``...).
 FILE_AGENTS = ("claude-code", "codex")
+#: How their session ids begin (never how a Hermes id begins: Hermes ids start with a date).
+TRANSCRIPT_PREFIXES = ("claude-", "codex-")
 
 
 def agent_of(source: str | None) -> str:

@@ -383,12 +383,18 @@ class TranscriptSource:
                  facts.title, int(facts.hidden), count, signature, f"{row.generation}:{count}:{last}"))
 
     def status(self) -> dict:
-        """This source's folder, files and what was skipped (counts, never content)."""
+        """This source's folder, and what the index read of it and skipped (counts, never
+        content), from the index as it stands: status reads, it does not parse."""
         info: dict = {"folder": str(self.root), "exists": self.exists()}
-        if not info["exists"]:
+        conn = self.index.connect_readonly()
+        if conn is None:
             return info
-        with self.read() as reader:
-            info.update(reader.counts())
+        try:
+            info.update(TranscriptReader(conn, self.name).counts())
+        except sqlite3.Error:
+            pass
+        finally:
+            conn.close()
         return info
 
 
