@@ -38,7 +38,7 @@ class Claude:
     @property
     def session_id(self) -> str:
         if self.sidechain_of:
-            return f"claude-{self.sidechain_of}-{self.agent}"
+            return f"claude-{self.agent}@{self.sidechain_of}"
         return f"claude-{self.uuid}"
 
     def line(self, record: dict, *, newline: bool = True) -> dict:

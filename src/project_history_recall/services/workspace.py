@@ -24,7 +24,7 @@ from project_history_recall.settings import Settings
 from project_history_recall.sources import Source, claude_code, codex
 from project_history_recall.sources.composite import CompositeSource
 from project_history_recall.sources.hermes import HermesSource
-from project_history_recall.sources.transcripts import TranscriptCachePhase, TranscriptSource
+from project_history_recall.sources.transcripts import TranscriptSource
 from project_history_recall.sources.withholding import WithholdingSource
 
 NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
@@ -56,15 +56,16 @@ class Workspace:
         #: Hermes's database as it is (who is asking, moving a session) ...
         self.hermes = HermesSource(home.state_db)
         #: ... every history that is on (config ``sources``; default: all whose folder exists) ...
+        rules = lambda: withheld.withholding(home, self.settings)  # noqa: E731
         self.sources: list[Source] = [
             s for s in (self.hermes, TranscriptSource(claude_code.ClaudeCodeFormat(), claude_code.default_root(),
-                                                      self.index),
-                        TranscriptSource(codex.CodexFormat(), codex.default_root(), self.index))
+                                                      self.index, rules),
+                        TranscriptSource(codex.CodexFormat(), codex.default_root(), self.index, rules))
             if self.settings.sources is None or s.name in self.settings.sources]
+        self.histories = CompositeSource(self.sources)
         #: ... and as the index may see them: without what a person forgot, excluded or marked private.
-        self.source = WithholdingSource(CompositeSource(self.sources), lambda: withheld.token(home, self.settings),
-                                        lambda: withheld.withholding(home, self.settings))
-        self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase(), TranscriptCachePhase()])
+        self.source = WithholdingSource(self.histories, lambda: withheld.token(home, self.settings), rules)
+        self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:

@@ -11,9 +11,11 @@ Each ``tool_result`` becomes a tool message carrying ``is_error`` as
 
 Session ids are ``claude-<file stem>`` (the session's uuid). Sidechain lines (a subagent's
 transcript, in its own file under the session's folder or inline) form a hidden child session
-of their session, as Hermes's delegated subagents are: ``claude-<session uuid>-<file stem>``,
-or ``claude-<uuid>-sidechain`` inline. The project comes from ``cwd`` (the first one seen) by the
-same rules as Hermes sessions; the branch from ``gitBranch`` (the latest one).
+of their session, as Hermes's delegated subagents are: ``claude-<file stem>@<session uuid>``
+(``claude-agent-…@…``), or ``claude-sidechain@<uuid>`` inline: never an extension of the
+parent's id, so every prefix of that still names the parent alone. The project comes from
+``cwd`` (the first one seen) by the same rules as Hermes sessions; the branch from
+``gitBranch`` (the latest one).
 """
 
 from __future__ import annotations
@@ -89,9 +91,10 @@ class ClaudeCodeFormat:
         owner = record.get("sessionId") if isinstance(record.get("sessionId"), str) else None
         stem = path.stem
         if record.get("isSidechain") is True:
+            # Never an extension of the parent's id, so a prefix of that still names one session.
             if owner is None or owner == stem:
-                return f"{PREFIX}{stem}-sidechain"
-            return f"{PREFIX}{owner}-{stem}"
+                return f"{PREFIX}sidechain@{stem}"
+            return f"{PREFIX}{stem}@{owner}"
         return f"{PREFIX}{stem}"
 
     @staticmethod

@@ -15,7 +15,8 @@ landed.
 
 ``turn_context`` may move the session to another folder. Each message belongs to the cwd
 in force, so a change of cwd after messages starts a continuation session
-(``codex-<id>.2``, ``.3``...; the parent is the segment before), attributed by its own cwd.
+(``codex-seg2@<id>``, ``seg3``...; the parent is the segment before), attributed by its own cwd.
+(Not ``codex-<id>.2``: an extension of the first id would make every prefix of it ambiguous.)
 """
 
 from __future__ import annotations
@@ -90,11 +91,10 @@ class CodexFormat:
     def _current(self, path: Path, state: dict, sessions: dict[str, SessionFacts], when: float) -> str:
         base = self._base(path, state)
         segment = int(state.get("segment", 1))
-        sid = base if segment == 1 else f"{base}.{segment}"
+        sid = _segment(base, segment)
         if sid not in sessions:
             sessions[sid] = SessionFacts(started_at=when, cwd=state.get("cwd"), git_branch=state.get("branch"),
-                                         parent=(base if segment == 2 else f"{base}.{segment - 1}")
-                                         if segment > 1 else None)
+                                         parent=_segment(base, segment - 1) if segment > 1 else None)
         return sid
 
     def _meta(self, path: Path, state: dict, sessions: dict[str, SessionFacts], payload: dict, when: float) -> None:
@@ -188,6 +188,10 @@ class CodexFormat:
         if patch is not None:
             return tool_call(call_id, "apply_patch", {"patch": patch})
         return tool_call(call_id, name, arguments if arguments is not None else {})
+
+
+def _segment(base: str, segment: int) -> str:
+    return base if segment == 1 else f"{PREFIX}seg{segment}@{base[len(PREFIX):]}"
 
 
 def _patch_of(name: str, arguments: object) -> str | None:

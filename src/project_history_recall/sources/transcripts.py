@@ -7,8 +7,9 @@ a rewrite. A file that only grew is read from that offset, so appending one line
 transcript parses one line; a file rewritten or replaced is read again from its start. What
 was parsed is kept in our own index database (``file_messages`` and friends, see
 :data:`~project_history_recall.index.store.TRANSCRIPT_TABLES`), never beside the agent's
-files. When that database cannot be written (no index yet, a read-only home, a busy
-writer) the files are parsed whole into memory instead: the answer is the same, only slower.
+files, and never for a session a person withheld. When that database cannot be written (no
+index yet, a read-only home, a busy writer) the files are parsed whole into memory instead:
+the answer is the same, only slower.
 
 Message ids are stable integers derived from where a message sits: a number given to its
 file once and for all, its line and its place in that line (:func:`message_id`). They lie
@@ -31,7 +32,7 @@ import json
 import os
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -40,6 +41,7 @@ from typing import Protocol
 from project_history_recall.index.store import TRANSCRIPT_TABLES, Index, transaction
 from project_history_recall.redaction import strip_private
 from project_history_recall.sources import SourceMessage, SourceSession, ToolCall
+from project_history_recall.sources.withholding import Withholding, withheld_ids
 
 ID_BASE = 1 << 52
 _FILE_SHIFT, _LINE_SHIFT = 30, 6
@@ -178,11 +180,14 @@ _counter_lock = threading.Lock()
 class TranscriptSource:
     """The files of one :class:`Format` under ``root``, parsed into ``index`` (see the module)."""
 
-    def __init__(self, fmt: Format, root: Path, index: Index) -> None:
+    def __init__(self, fmt: Format, root: Path, index: Index,
+                 rules: Callable[[], Withholding] | None = None) -> None:
         self.format = fmt
         self.name = fmt.name
         self.root = root
         self.index = index
+        #: What a person withheld: its messages are never kept here (see :meth:`_withhold`).
+        self.rules = rules
 
     def exists(self) -> bool:
         return self.root.is_dir()
@@ -279,6 +284,19 @@ class TranscriptSource:
                 path, row["file_no"], row["inode"], row["size"], row["mtime_ns"], row["offset"], row["tail"],
                 row["generation"], row["lines"], json.loads(row["state"]), json.loads(row["skipped"]))
             self._parse(conn, current, stat)
+        self._withhold(conn)
+
+    def _withhold(self, conn: sqlite3.Connection) -> None:
+        """Drop the parsed messages of sessions that are forgotten or excluded now, and mark their
+        files unread: what is withheld stays out of our database, and comes back (read again from
+        the file) once it is no longer withheld. Such a file is parsed on every read meanwhile."""
+        rules = self.rules() if self.rules is not None else None
+        if rules is None or rules.empty:
+            return
+        hidden = json.dumps(sorted(withheld_ids(TranscriptReader(conn, self.name).sessions(), rules)))
+        conn.execute("DELETE FROM file_messages WHERE session_id IN (SELECT value FROM json_each(?))", (hidden,))
+        conn.execute("UPDATE source_files SET inode = NULL WHERE file_no IN (SELECT file_no FROM file_sessions "
+                     "WHERE id IN (SELECT value FROM json_each(?)))", (hidden,))
 
     def _file_no(self, conn: sqlite3.Connection, path: str) -> int:
         row = conn.execute("SELECT file_no FROM file_numbers WHERE path = ?", (path,)).fetchone()
@@ -471,23 +489,3 @@ class TranscriptReader:
             for key, value in json.loads(text).items():
                 skipped[key] = skipped.get(key, 0) + int(value)
         return {"files": files, "lines": lines, "sessions": len(self.signatures()), "skipped": skipped}
-
-
-class TranscriptCachePhase:
-    """After the keyword phase: the parse of sessions the index no longer holds (forgotten,
-    excluded) is dropped, and their files are read again next time, so nothing withheld stays
-    in our database beyond the refresh that withheld it."""
-
-    name = "transcripts"
-
-    def run(self, conn: sqlite3.Connection, reader: object, *, force: bool = False) -> int:
-        with transaction(conn):
-            stale = [r[0] for r in conn.execute(
-                "SELECT DISTINCT file_no FROM file_sessions WHERE id NOT IN (SELECT id FROM sessions)")]
-            for file_no in stale:
-                low, high = file_id_range(file_no)
-                conn.execute("DELETE FROM file_messages WHERE id BETWEEN ? AND ?", (low, high))
-                conn.execute("DELETE FROM file_sessions WHERE file_no = ?", (file_no,))
-                conn.execute("UPDATE source_files SET inode = NULL, offset = 0, state = '{}' WHERE file_no = ?",
-                             (file_no,))
-        return len(stale)
