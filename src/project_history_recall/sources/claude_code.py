@@ -29,6 +29,7 @@ from project_history_recall.sources.transcripts import (
     IdMaker,
     LineResult,
     SessionFacts,
+    matching,
     text_parts,
     timestamp,
     tool_call,
@@ -50,10 +51,10 @@ def default_root() -> Path:
 class ClaudeCodeFormat:
     name = NAME
 
-    def files(self, root: Path) -> Iterator[Path]:
+    def files(self, root: Path) -> Iterator[str]:
         """Session files one folder down, subagent files below a session's own folder."""
-        yield from root.glob("*/*.jsonl")
-        yield from root.glob("*/*/subagents/*.jsonl")
+        yield from matching(root, "*", "*.jsonl")
+        yield from matching(root, "*", "*", "subagents", "*.jsonl")
 
     def parse(self, path: Path, state: dict, sessions: dict[str, SessionFacts], record: dict,
               ids: IdMaker) -> LineResult:

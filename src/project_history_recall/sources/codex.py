@@ -32,6 +32,7 @@ from project_history_recall.sources.transcripts import (
     IdMaker,
     LineResult,
     SessionFacts,
+    matching,
     text_parts,
     timestamp,
     tool_call,
@@ -58,8 +59,8 @@ def default_root() -> Path:
 class CodexFormat:
     name = NAME
 
-    def files(self, root: Path) -> Iterator[Path]:
-        yield from root.glob("*/*/*/rollout-*.jsonl")
+    def files(self, root: Path) -> Iterator[str]:
+        yield from matching(root, "*", "*", "*", "rollout-*.jsonl")
 
     def parse(self, path: Path, state: dict, sessions: dict[str, SessionFacts], record: dict,
               ids: IdMaker) -> LineResult:

@@ -27,7 +27,7 @@ skipped and counted (``status`` shows the counts), never raised.
 from __future__ import annotations
 
 import datetime
-import hashlib
+import fnmatch
 import json
 import os
 import sqlite3
@@ -36,6 +36,7 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from stat import S_ISREG
 from typing import Protocol
 
 from project_history_recall.index.store import TRANSCRIPT_TABLES, Index, transaction
@@ -91,8 +92,9 @@ class Format(Protocol):
 
     name: str
 
-    def files(self, root: Path) -> Iterator[Path]:
-        """The transcript files under ``root``."""
+    def files(self, root: Path) -> Iterator[str]:
+        """The transcript files under ``root`` (none when it is missing), cheaply: this runs
+        before every read."""
         ...
 
     def parse(self, path: Path, state: dict, sessions: dict[str, SessionFacts], record: dict,
@@ -194,24 +196,24 @@ class TranscriptSource:
 
     def _stats(self) -> dict[str, os.stat_result]:
         stats: dict[str, os.stat_result] = {}
-        if not self.root.is_dir():
-            return stats
         for path in self.format.files(self.root):
             try:
-                stat = path.stat()
+                stat = os.stat(path)
             except OSError:
                 continue
-            if path.is_file():
-                stats[str(path)] = stat
+            if S_ISREG(stat.st_mode):
+                stats[path] = stat
         return stats
 
     def change_marker(self) -> str | None:
-        """Every file's inode, size and mtime: an append changes its size (a stat per file;
-        a listing of 5,000 files costs milliseconds)."""
-        digest = hashlib.sha256()
-        for path, stat in sorted(self._stats().items()):
-            digest.update(f"{path}\0{stat.st_ino}:{stat.st_size}:{stat.st_mtime_ns}\n".encode("utf-8", "replace"))
-        return f"{self.name}:{digest.hexdigest()}"
+        """Every file's inode, size and mtime: an append changes its size. One ``stat`` per
+        file, folded without sorting (the sum of per-file hashes of integers, which Python
+        hashes the same in every process)."""
+        folded = 0
+        stats = self._stats()
+        for stat in stats.values():
+            folded = (folded + hash((stat.st_ino, stat.st_size, stat.st_mtime_ns))) & 0xFFFFFFFFFFFFFFFF
+        return f"{self.name}:{len(stats)}:{folded:016x}"
 
     @contextmanager
     def read(self) -> Iterator[TranscriptReader]:
@@ -414,6 +416,24 @@ class TranscriptSource:
         finally:
             conn.close()
         return info
+
+
+def matching(root: str | Path, *pattern: str) -> Iterator[str]:
+    """Paths under ``root`` whose parts match ``pattern`` one folder level each (``fnmatch``
+    patterns), found with ``os.scandir``: no ``stat`` of the folders walked through."""
+    head, rest = pattern[0], pattern[1:]
+    try:
+        listing = os.scandir(root)
+    except OSError:
+        return
+    with listing:
+        for entry in listing:
+            if head != "*" and not fnmatch.fnmatchcase(entry.name, head):
+                continue
+            if not rest:
+                yield entry.path
+            elif entry.is_dir(follow_symlinks=False):
+                yield from matching(entry.path, *rest)
 
 
 def _lines(handle: object) -> Iterator[bytes]:
