@@ -52,9 +52,19 @@ class ClaudeCodeFormat:
     name = NAME
 
     def files(self, root: Path) -> Iterator[str]:
-        """Session files one folder down, subagent files below a session's own folder."""
-        yield from matching(root, "*", "*.jsonl")
-        yield from matching(root, "*", "*", "subagents", "*.jsonl")
+        """Session files one folder down, subagent files below a session's own folder: one
+        listing of each project folder finds both."""
+        for folder in matching(root, "*"):
+            try:
+                listing = os.scandir(folder)
+            except OSError:
+                continue
+            with listing:
+                for entry in listing:
+                    if entry.name.endswith(".jsonl"):
+                        yield entry.path
+                    elif entry.is_dir(follow_symlinks=False):
+                        yield from matching(entry.path, "subagents", "*.jsonl")
 
     def parse(self, path: Path, state: dict, sessions: dict[str, SessionFacts], record: dict,
               ids: IdMaker) -> LineResult:

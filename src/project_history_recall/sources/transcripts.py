@@ -52,7 +52,7 @@ PER_LINE = 1 << _LINE_SHIFT
 #: A line longer than this (a pasted log, a huge tool result) is skipped and counted.
 MAX_LINE_BYTES = 16 << 20
 #: A tool result is kept only as far as anything reads it (a head for search, a failure flag).
-RESULT_CHARS = 4_000
+RESULT_CHARS = 1_000
 _TAIL_BYTES = 64
 _BATCH = 2_000
 
