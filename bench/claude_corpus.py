@@ -196,6 +196,7 @@ def measure(out: Path) -> dict:
     last = json.loads(largest.read_text(encoding="utf-8").splitlines()[-2])
     last.update(uuid=str(uuid.uuid4()), type="user", message={"role": "user", "content": "one appended quokka line"})
     before = transcripts.lines_parsed.get("claude-code", 0)
+    size = largest.stat().st_size
     with largest.open("a", encoding="utf-8") as handle:
         handle.write(json.dumps(last) + "\n")
     started = time.perf_counter()
@@ -219,6 +220,7 @@ def measure(out: Path) -> dict:
     figures["keyword_ms_p95"] = round(latencies[int(len(latencies) * 0.95) - 1], 1)
     index_files = list((home / "plugins" / "project-history-recall").glob("index.db*"))
     figures["index_bytes"] = sum(p.stat().st_size for p in index_files)
+    os.truncate(largest, size)  # the corpus stays what its marker says, for the next run
     return figures
 
 

@@ -285,3 +285,34 @@ def test_only_other_agents_without_hermes(world, tmp_path):
     result = phr("--home", str(home), "search", "wombat", "--cwd", str(world["beta"]), "--mode", "keyword")
     assert {r["source"] for r in result["results"]} == {"claude-code", "codex"}
     assert os.listdir(world["codex_dir"]) == ["sessions"]
+
+
+def test_chinese_hybrid_consent_and_redaction_apply_to_transcripts(world):
+    """The CJK tokenizer finds a Claude Code session by a Chinese phrase; nothing of it leaves for a
+    remote embedding server before consent, and after consent its secrets are redacted."""
+    from fakes.embedding_server import FakeEmbeddingServer
+    from project_history_recall.recall import Recall
+
+    a: Claude = world["claude"]
+    text = a.path.read_text()
+    a.path.write_text(text[: text.rindex("\n") + 1])
+    secret = "sk-" + "Q7x" * 16
+    a.user(f"修复缓存失效的问题，密钥是 {secret}")
+    home = Path(world["home"])
+    with FakeEmbeddingServer(dim=8) as server:
+        (home / "config.yaml").write_text(
+            "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
+            f"        provider: openai\n        base_url: {server.base_url}\n        model: m\n"
+            "        dimensions: 8\n        batch_size: 8\n        enabled: true\n")
+        recall = Recall(home)
+        found = recall.search("缓存失效", cwd=str(world["alpha"]), mode="hybrid")
+        assert [r["session_id"] for r in found["results"]][:1] == [a.session_id]
+        assert found["semantic_status"] == "consent_required"
+        assert server.embedding_requests == []
+        recall.consent(cwd=str(world["alpha"]))
+        recall.embed()
+        sent = [t for request in server.embedding_requests for t in request.inputs]
+        assert any("修复缓存失效" in t for t in sent)
+        assert not any(secret in t for t in sent)
+        # Consent was for alpha: beta's Claude Code and Codex sessions never left.
+        assert not any("rotated" in t or "rename the wombat helper" in t for t in sent)

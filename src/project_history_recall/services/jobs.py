@@ -404,12 +404,13 @@ def wait(workspace: Workspace, job: Job, timeout: float) -> Job:
 def pending_sessions(workspace: Workspace, force: bool = False) -> tuple[int, int]:
     """Sessions in Hermes's database, and how many of them a refresh would (re)read:
     all with ``force``, else the new ones and those whose messages changed."""
-    with workspace.source.read() as reader:
-        source = reader.signatures()
     conn = None if force else workspace.index.connect_readonly()
     if conn is None:
-        return len(source), len(source)
+        total = workspace.sessions_to_index()
+        return total, total
     try:
+        with workspace.source.read() as reader:
+            source = reader.signatures()
         mirror = {r["id"]: r["content_signature"] for r in conn.execute("SELECT id, content_signature FROM sessions")}
     finally:
         conn.close()

@@ -64,7 +64,9 @@ class Workspace:
             if self.settings.sources is None or s.name in self.settings.sources]
         self.histories = CompositeSource(self.sources)
         #: ... and as the index may see them: without what a person forgot, excluded or marked private.
-        self.source = WithholdingSource(self.histories, lambda: withheld.token(home, self.settings), rules)
+        self._token = lambda: withheld.token(home, self.settings)
+        self._rules = rules
+        self.source = WithholdingSource(self.histories, self._token, rules)
         self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
@@ -72,6 +74,20 @@ class Workspace:
         if not self.source.exists():
             raise no_db(self.home.state_db)
         return self.indexer.refresh(force=force, progress=progress, lock_timeout=lock_timeout)
+
+    def sessions_to_index(self) -> int:
+        """How many sessions the index is (to be) built from, to choose a background job. With no
+        index yet to keep a parse in, transcripts are not parsed (into memory, only to count):
+        each transcript file counts as one session (subagents and Codex segments add a few)."""
+        if self.index.exists():
+            with self.source.read() as reader:
+                return len(reader.signatures())
+        databases = [s for s in self.sources if not isinstance(s, TranscriptSource)]
+        total = 0
+        if any(s.exists() for s in databases):
+            with WithholdingSource(CompositeSource(databases), self._token, self._rules).read() as reader:
+                total = len(reader.signatures())
+        return total + sum(s.file_count() for s in self.sources if isinstance(s, TranscriptSource))
 
     def resolver(self) -> Resolver:
         return Resolver(self.home.load_projects(), self.home.environment())

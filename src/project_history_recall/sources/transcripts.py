@@ -205,6 +205,9 @@ class TranscriptSource:
                 stats[path] = stat
         return stats
 
+    def file_count(self) -> int:
+        return sum(1 for _ in self.format.files(self.root))
+
     def change_marker(self) -> str | None:
         """Every file's inode, size and mtime: an append changes its size. One ``stat`` per
         file, folded without sorting (the sum of per-file hashes of integers, which Python
