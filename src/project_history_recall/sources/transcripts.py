@@ -54,6 +54,7 @@ MAX_LINE_BYTES = 16 << 20
 #: A tool result is kept only as far as anything reads it (a head for search, a failure flag).
 RESULT_CHARS = 1_000
 _TAIL_BYTES = 64
+FILES_PER_TRANSACTION = 200
 _BATCH = 2_000
 
 
@@ -225,8 +226,7 @@ class TranscriptSource:
         if conn is None:
             conn = self._in_memory()
         try:
-            with transaction(conn):
-                self._update(conn, stats)
+            self._update(conn, stats)
             conn.execute("BEGIN")
             try:
                 yield TranscriptReader(conn, self.name)
@@ -276,20 +276,33 @@ class TranscriptSource:
     # -- bringing the parse up to date --
 
     def _update(self, conn: sqlite3.Connection, stats: dict[str, os.stat_result]) -> None:
-        rows = {r["path"]: r for r in conn.execute("SELECT * FROM source_files WHERE source = ?", (self.name,))}
-        for gone in set(rows) - set(stats):
-            self._drop(conn, rows[gone]["file_no"])
-            conn.execute("DELETE FROM source_files WHERE path = ?", (gone,))
-        for path, stat in sorted(stats.items()):
-            row = rows.get(path)
-            if row is not None and (row["inode"], row["size"], row["mtime_ns"]) == (
-                    stat.st_ino, stat.st_size, stat.st_mtime_ns):
-                continue
-            current = _FileRow(path, self._file_no(conn, path)) if row is None else _FileRow(
-                path, row["file_no"], row["inode"], row["size"], row["mtime_ns"], row["offset"], row["tail"],
-                row["generation"], row["lines"], json.loads(row["state"]), json.loads(row["skipped"]))
-            self._parse(conn, current, stat)
-        self._withhold(conn)
+        """In transactions of :data:`FILES_PER_TRANSACTION` files, each file's row read again
+        inside its own: a first build does not hold the index's write lock for its whole parse,
+        and two processes bringing the same file up to date write the same rows."""
+        known = {r["path"]: (r["inode"], r["size"], r["mtime_ns"])
+                 for r in conn.execute("SELECT path, inode, size, mtime_ns FROM source_files WHERE source = ?",
+                                       (self.name,))}
+        changed = [(path, stat) for path, stat in sorted(stats.items())
+                   if known.get(path) != (stat.st_ino, stat.st_size, stat.st_mtime_ns)]
+        with transaction(conn):
+            for gone in set(known) - set(stats):
+                row = conn.execute("SELECT file_no FROM source_files WHERE path = ?", (gone,)).fetchone()
+                if row is not None:
+                    self._drop(conn, row[0])
+                conn.execute("DELETE FROM source_files WHERE path = ?", (gone,))
+        for start in range(0, len(changed), FILES_PER_TRANSACTION):
+            with transaction(conn):
+                for path, stat in changed[start : start + FILES_PER_TRANSACTION]:
+                    row = conn.execute("SELECT * FROM source_files WHERE path = ?", (path,)).fetchone()
+                    if row is not None and (row["inode"], row["size"], row["mtime_ns"]) == (
+                            stat.st_ino, stat.st_size, stat.st_mtime_ns):
+                        continue
+                    current = _FileRow(path, self._file_no(conn, path)) if row is None else _FileRow(
+                        path, row["file_no"], row["inode"], row["size"], row["mtime_ns"], row["offset"], row["tail"],
+                        row["generation"], row["lines"], json.loads(row["state"]), json.loads(row["skipped"]))
+                    self._parse(conn, current, stat)
+        with transaction(conn):
+            self._withhold(conn)
 
     def _withhold(self, conn: sqlite3.Connection) -> None:
         """Drop the parsed messages of sessions that are forgotten or excluded now, and mark their
