@@ -316,3 +316,14 @@ def test_chinese_hybrid_consent_and_redaction_apply_to_transcripts(world):
         assert not any(secret in t for t in sent)
         # Consent was for alpha: beta's Claude Code and Codex sessions never left.
         assert not any("rotated" in t or "rename the wombat helper" in t for t in sent)
+
+
+def test_an_oversized_line_is_skipped_and_counted_and_the_next_one_read(world, monkeypatch):
+    monkeypatch.setattr(transcripts, "MAX_LINE_BYTES", 4096)
+    b: Claude = world["beta_claude"]
+    b.user("a pasted log " + "x" * 10_000 + " bandicoot")
+    b.user("after the log, a bilby")
+    assert search(world, world["beta"], "bandicoot")["results"] == []
+    assert [r["session_id"] for r in search(world, world["beta"], "bilby")["results"]] == [b.session_id]
+    skipped = phr("--home", world["home"], "status")["sources"]["claude-code"]["skipped"]
+    assert skipped["huge"] == 1

@@ -355,10 +355,9 @@ class TranscriptSource:
                 skipped["files_over_limit"] = 1
                 handle.seek(0, os.SEEK_END)
                 row.offset = handle.tell()
-            for raw in _lines(handle):
-                complete = raw.endswith(b"\n")
+            for length, raw, complete in _lines(handle):
                 record: object = None
-                if len(raw) > MAX_LINE_BYTES:
+                if raw is None:
                     reason: str | None = "huge"
                 else:
                     try:
@@ -370,10 +369,10 @@ class TranscriptSource:
                     # A live writer's line in progress: read again once it is whole.
                     skipped["partial"] = 1
                     break
-                row.offset += len(raw)
+                row.offset += length
                 row.lines += 1
                 parsed += 1
-                if not raw.strip():
+                if raw is not None and not raw.strip():
                     continue
                 if row.lines >= MAX_LINES:
                     skipped["lines_over_limit"] = skipped.get("lines_over_limit", 0) + 1
@@ -452,13 +451,26 @@ def matching(root: str | Path, *pattern: str) -> Iterator[str]:
                 yield from matching(entry.path, *rest)
 
 
-def _lines(handle: object) -> Iterator[bytes]:
-    """Lines as bytes, the last one possibly without its newline (a writer mid-line)."""
+def _lines(handle: object) -> Iterator[tuple[int, bytes | None, bool]]:
+    """``(bytes, line, ends with a newline)`` per line; the last one may lack its newline (a
+    writer mid-line). A line over :data:`MAX_LINE_BYTES` comes as None, read past in bounded
+    pieces: no line is ever held whole beyond that."""
+    limit = MAX_LINE_BYTES
     while True:
-        raw = handle.readline()  # type: ignore[attr-defined]
+        raw = handle.readline(limit + 1)  # type: ignore[attr-defined]
         if not raw:
             return
-        yield raw
+        if len(raw) <= limit:
+            yield len(raw), raw, raw.endswith(b"\n")
+            continue
+        length, complete = len(raw), raw.endswith(b"\n")
+        while not complete:
+            more = handle.readline(1 << 20)  # type: ignore[attr-defined]
+            if not more:
+                break
+            length += len(more)
+            complete = more.endswith(b"\n")
+        yield length, None, complete
 
 
 def _insert(conn: sqlite3.Connection, pending: list[tuple]) -> None:
