@@ -327,3 +327,13 @@ def test_an_oversized_line_is_skipped_and_counted_and_the_next_one_read(world, m
     assert [r["session_id"] for r in search(world, world["beta"], "bilby")["results"]] == [b.session_id]
     skipped = phr("--home", world["home"], "status")["sources"]["claude-code"]["skipped"]
     assert skipped["huge"] == 1
+
+
+def test_hermes_projects_folders_attribute_other_agents_sessions(world):
+    """With a Hermes project holding both repos, a Claude Code session in beta is in alpha's project."""
+    h = History(Path(world["home"]))
+    h.project("Both", world["alpha"], world["beta"])
+    h.close()
+    result = search(world, world["alpha"])
+    assert result["project"]["kind"] == "explicit"
+    assert world["beta_claude"].session_id in {r["session_id"] for r in result["results"]}
