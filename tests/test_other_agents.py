@@ -93,6 +93,12 @@ def world(tmp_path, monkeypatch):
     c.user("rename the wombat helper in beta")
     c.say("renaming wombat")
     c.patch("c1", "*** Begin Patch\n*** Update File: helper.py\n@@\n-def old():\n+def wombat():\n*** End Patch\n")
+    # Older Codex ran the patch through its shell tool.
+    c.line("response_item", {"type": "function_call", "name": "shell", "call_id": "c0", "arguments": json.dumps(
+        {"command": ["apply_patch", "*** Begin Patch\n*** Update File: other.py\n@@\n-a = 1\n+a = 2\n*** End Patch\n"],
+         "workdir": str(beta)})})
+    c.line("response_item", {"type": "function_call_output", "call_id": "c0", "output": json.dumps(
+        {"output": "Success. Updated the following files:\nM other.py\n", "metadata": {"exit_code": 0}})})
     c.turn(alpha)
     c.user("now the wombat docs in alpha")
     c.patch("c2", "*** Begin Patch\n*** Add File: docs/wombat.md\n+# Wombat\n*** End Patch\n")
@@ -152,6 +158,8 @@ def test_codex_apply_patch_edits_are_attributed_by_the_cwd_in_force(world):
     helper = phr("--home", world["home"], "code-history", "helper.py", "--cwd", str(world["beta"]))
     assert [(r["form"], r["session_id"]) for r in helper["rounds"]] == [("v4a", world["codex"].session_id)]
     assert "+def wombat():" in helper["rounds"][0]["patch"]
+    shell = phr("--home", world["home"], "code-history", "other.py", "--cwd", str(world["beta"]))
+    assert [(r["form"], r["session_id"]) for r in shell["rounds"]] == [("v4a", world["codex"].session_id)]
     assert phr("--home", world["home"], "code-history", "helper.py", "--cwd", str(world["alpha"]))["rounds"] == []
     failed = phr("--home", world["home"], "code-history", "nothing.py", "--cwd", str(world["alpha"]))
     assert failed["rounds"] == []
