@@ -86,7 +86,7 @@ def read_floor(state_db: Path) -> dict:
 
 def child_index(home: Path) -> dict:
     """Runs in the subprocess: build the index from nothing and report time, probes and RSS."""
-    from project_history_recall.index.indexer import git_probe
+    from project_history_recall.index.probes import git_probe
     from project_history_recall.recall import Recall
 
     probes = {"calls": 0, "seconds": 0.0}

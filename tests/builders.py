@@ -77,6 +77,23 @@ class History:
     def recall(self, **kwargs) -> Recall:
         return Recall(self.root, **kwargs)
 
+    def use_remote_embedder(self, base_url: str, *, batch_size: int | None = None) -> None:
+        """config.yaml naming an OpenAI-compatible embedder at ``base_url`` (model ``m``, 8 dimensions)."""
+        batch = f"        batch_size: {batch_size}\n" if batch_size else ""
+        (self.root / "config.yaml").write_text(
+            "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
+            f"        provider: openai\n        base_url: {base_url}\n        model: m\n"
+            f"        dimensions: 8\n{batch}        enabled: true\n")
+
+
+def alpha_and_beta(root: Path) -> tuple[History, Path, Path]:
+    """A Hermes home under ``root`` with two git repos, each its own explicit project (Alpha, Beta)."""
+    h = History(root / "hermes")
+    alpha, beta = git_init(root / "alpha"), git_init(root / "beta")
+    h.project("Alpha", alpha)
+    h.project("Beta", beta)
+    return h, alpha, beta
+
 
 def file_digest(path: Path) -> str:
     """The bytes of a SQLite database as committed: main file plus WAL."""

@@ -19,12 +19,6 @@ from test_commands import recall as slash
 pytestmark = pytest.mark.usefixtures("registered_plugin")
 
 
-def remote_config(h: History, server: FakeEmbeddingServer) -> None:
-    (h.root / "config.yaml").write_text(
-        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
-        f"        provider: openai\n        base_url: {server.base_url}\n        model: m\n"
-        "        dimensions: 8\n        batch_size: 2\n        enabled: true\n")
-
 
 @pytest.fixture
 def setup(tmp_path, monkeypatch):
@@ -32,7 +26,7 @@ def setup(tmp_path, monkeypatch):
     repo = git_init(tmp_path / "repo")
     monkeypatch.chdir(repo)
     with FakeEmbeddingServer(dim=8) as server:
-        remote_config(h, server)
+        h.use_remote_embedder(server.base_url, batch_size=2)
         yield h, repo, server
     h.close()
 
@@ -118,3 +112,22 @@ def test_common_password_spellings_never_reach_the_embedder(setup):
     sent = "\n".join(sent_texts(server))
     assert "grebe deploy" in sent
     assert [s for s in secrets if s in sent] == []
+
+
+def test_a_background_failure_is_reported_then_tried_again(setup, monkeypatch):
+    h, repo, server = setup
+    for n in range(SYNC_EMBED_BUDGET):
+        h.session(f"s{n}", repo, f"backlog note {n} about the heron pipeline", f"backlog answer {n}")
+    h.session("ask", repo)
+    slash("consent")
+    server.fail_next(50, status=400, message="the embedding service is down")
+    assert dispatch("project_history_search", {"query": "heron"}, session_id="ask")["semantic_status"] == "indexing"
+    wait_for_the_worker(h.recall())
+    failed = dispatch("project_history_search", {"query": "heron"}, session_id="ask")
+    assert failed["semantic_status"] == "unavailable" and "down" in failed["semantic_error"], failed
+    server.clear()  # the service is back
+    monkeypatch.setattr(vectors, "BACKGROUND_RETRY_SECONDS", 0.0)
+    retried = dispatch("project_history_search", {"query": "heron"}, session_id="ask")
+    assert retried["semantic_status"] in ("indexing", "ready"), retried
+    wait_for_the_worker(h.recall())
+    assert dispatch("project_history_search", {"query": "heron"}, session_id="ask")["semantic_status"] == "ready"

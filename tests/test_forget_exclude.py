@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from builders import History, dispatch, file_digest, git_init, tool_call
+from builders import History, alpha_and_beta, dispatch, file_digest, tool_call
 from fakes.embedding_server import FakeEmbeddingServer
 from project_history_recall.faces.cli import main
 from project_history_recall.services.consent import record_consent
@@ -64,10 +64,7 @@ def sent_texts(server: FakeEmbeddingServer) -> str:
 @pytest.fixture()
 def two(tmp_path):
     """Project Alpha and project Beta; Beta's ``b-secret`` edited ``plan.py`` and was continued in ``b-child``."""
-    h = History(tmp_path / "hermes")
-    a, b = git_init(tmp_path / "alpha"), git_init(tmp_path / "beta")
-    h.project("Alpha", a)
-    h.project("Beta", b)
+    h, a, b = alpha_and_beta(tmp_path)
     h.session("a-old", a, "alpha talks about the heron", "fine")
     h.session("b-secret", b, f"the {SECRET} migration plan", title="Beta walrus plan")
     h.say("b-secret", ("assistant", "", {"tool_calls": [tool_call(

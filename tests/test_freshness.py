@@ -271,3 +271,25 @@ def test_the_check_reads_only_what_changed(tmp_path):
     assert fresh.report["sessions_total"] == 201
     assert fresh.report["sessions_updated"] == 1 and fresh.report["messages_read"] == 2
     h.close()
+
+
+def test_a_process_that_served_many_homes_keeps_only_the_last_few_open(tmp_path):
+    def open_files_under(folder: Path) -> list[str]:
+        fds = Path("/proc/self/fd")
+        targets = []
+        for fd in fds.iterdir():
+            try:
+                targets.append(str(fd.readlink()))
+            except OSError:
+                continue
+        return [t for t in targets if t.startswith(str(folder))]
+
+    for n in range(8):
+        h = History(tmp_path / f"home{n}")
+        repo = git_init(tmp_path / f"repo{n}")
+        h.session("said", repo, "the heron cache")
+        h.session("ask", repo)
+        h.close()
+        assert session_ids(h.recall().search("heron", session_id="ask", mode="keyword")) == ["said"]
+    assert open_files_under(tmp_path / "home0") == []
+    assert open_files_under(tmp_path / "home7")  # the newest is still watched

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from builders import History, dispatch, git_init
+from builders import History, alpha_and_beta, dispatch
 from project_history_recall.faces.cli import main
 from project_history_recall.settings import Settings
 
@@ -23,10 +23,7 @@ B_ID = "20260105_100000_b0b0"
 @pytest.fixture()
 def two(tmp_path):
     """Project A (asker ``a-now``) and project B with a private session; ids share ``2026``."""
-    h = History(tmp_path / "hermes")
-    a, b = git_init(tmp_path / "alpha"), git_init(tmp_path / "beta")
-    h.project("Alpha", a)
-    h.project("Beta", b)
+    h, a, b = alpha_and_beta(tmp_path)
     h.session("20260101_100000_a1a1", a, "okapi notes for alpha", "fine", title="Alpha okapi")
     h.session("20260102_100000_a2a2", a, "more okapi work in alpha", "ok")
     h.session(B_ID, b, SECRET, "noted", title="Beta secret plans")

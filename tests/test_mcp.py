@@ -14,7 +14,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from builders import History, git_init
+from builders import alpha_and_beta
 
 TOOLS = {"project_history_search", "project_history", "project_history_index", "project_code_history"}
 
@@ -64,10 +64,7 @@ def _talk(params: StdioServerParameters, calls: list[tuple[str, dict]]) -> tuple
 def _two_projects(tmp_path: Path) -> tuple[Path, Path]:
     """Two repos, each with one session about the quokka rollout; the index built beforehand, so
     the server's freshness check has nothing to wait for."""
-    h = History(tmp_path / "hermes")
-    alpha, beta = git_init(tmp_path / "alpha"), git_init(tmp_path / "beta")
-    h.project("Alpha", alpha)
-    h.project("Beta", beta)
+    h, alpha, beta = alpha_and_beta(tmp_path)
     h.session("s-alpha", alpha, "how do we ship the quokka service", "quokka ships blue-green", title="Alpha")
     h.session("s-beta", beta, "the quokka secret rotation", "rotate the quokka key monthly", title="Beta")
     h.recall().refresh()

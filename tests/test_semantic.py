@@ -152,12 +152,6 @@ def test_ready_after_a_small_backlog_is_embedded_on_the_spot(history):
 # -- a remote provider: consent, redaction, failures ---------------------------------------
 
 
-def remote_config(h: History, server: FakeEmbeddingServer) -> None:
-    (h.root / "config.yaml").write_text(
-        "plugins:\n  entries:\n    project-history-recall:\n      embedding:\n"
-        f"        provider: openai\n        base_url: {server.base_url}\n        model: m\n"
-        "        dimensions: 8\n        enabled: true\n")
-
 
 @pytest.fixture
 def remote(tmp_path):
@@ -166,7 +160,7 @@ def remote(tmp_path):
     h.session("old", repo, "deploy with the token", f"use OPENAI_API_KEY={SECRET} for the heron deploy")
     h.session("ask", repo)
     with FakeEmbeddingServer(dim=8) as server:
-        remote_config(h, server)
+        h.use_remote_embedder(server.base_url)
         yield h, server
     h.close()
 
@@ -204,7 +198,7 @@ def test_a_changed_endpoint_needs_consent_again(remote):
     consent(h, server)
     h.recall().search("heron", session_id="ask", mode="hybrid")
     with FakeEmbeddingServer(dim=8) as other:
-        remote_config(h, other)
+        h.use_remote_embedder(other.base_url)
         response = h.recall().search("heron", session_id="ask", mode="hybrid")
         assert response["semantic_status"] == "consent_required"
         assert other.requests == []

@@ -100,7 +100,9 @@ class Resolver:
 
     def __init__(self, projects: Sequence[ExplicitProject], env: Environment | None = None) -> None:
         self.env = env or Environment()
-        self._folders = _folder_index(projects, self.env.home)
+        #: The explicit projects, in the order Hermes lists them.
+        self.projects = tuple(projects)
+        self._folders = _folder_index(self.projects, self.env.home)
         self._junk = self.env.junk_keys()
         #: Equal for two resolvers that resolve every path the same way (for caches).
         self.key = (tuple((k, p.id, p.name) for k, p in self._folders), tuple(sorted(self._junk)))

@@ -16,10 +16,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from project_history_recall import arguments
-from project_history_recall.attribution import Resolver
 from project_history_recall.errors import RecallError, bad_argument
 from project_history_recall.hermes_home import HermesHome
-from project_history_recall.index.indexer import Probe, Progress, RefreshReport, git_probe
+from project_history_recall.index.indexer import Progress, RefreshReport
+from project_history_recall.index.probes import Probe, git_probe
 from project_history_recall.index.store import Index, is_damage
 from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service
@@ -324,10 +324,9 @@ class Recall:
         branch_name = arguments.optional_text(branch, "branch")
         conn = self.fresh_reader()
         try:
-            explicit = self.home.load_projects()
-            resolver = Resolver(explicit, self.home.environment())
+            resolver = self.workspace.resolver()
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
-            payload = browse.projects(conn, resolver, explicit, asker.identity, branch=branch_name)
+            payload = browse.projects(conn, resolver, asker.identity, branch=branch_name)
         finally:
             conn.close()
         withheld = forgetting.summary(self.workspace)

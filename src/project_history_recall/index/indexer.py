@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from project_history_recall.index.probes import Probe, cached_probe, git_probe, moved, probe_markers, reprobe
 from project_history_recall.index.store import Index, bump_vectors_generation, get_meta, set_meta, transaction
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
 from project_history_recall.tokenizer import index_text
@@ -31,7 +32,6 @@ MAX_ENTRY_CHARS = 32_000
 RESULT_HEAD_CHARS = 240
 BATCH_SESSIONS = 200
 
-Probe = Callable[[str], tuple[str | None, str | None]]
 Progress = Callable[[int, int], None]
 
 
@@ -45,18 +45,6 @@ class IndexPhase(Protocol):
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
         """Returns how many sessions it looked at."""
         ...
-
-
-def git_probe(cwd: str) -> tuple[str | None, str | None]:
-    """Repo root (linked worktrees folded into the main repo) and branch, via Hermes's own probe."""
-    if not cwd or not os.path.isdir(cwd):
-        return None, None
-    try:
-        from tui_gateway import git_probe as hermes_git
-
-        return hermes_git.common_repo_root(cwd) or None, hermes_git.branch(cwd) or None
-    except Exception:
-        return None, None
 
 
 @dataclass
@@ -87,10 +75,13 @@ class RefreshReport:
     #: Whether state.db was compared with the index at all (not when its change marker
     #: said nothing was committed since the last refresh).
     compared: bool = True
+    #: Sessions whose repo root changed because their folder did (a symlink retargeted,
+    #: a folder that became its own repo) while state.db stayed the same.
+    sessions_reattributed: int = 0
 
     @property
     def changed(self) -> bool:
-        return bool(self.sessions_updated or self.sessions_removed)
+        return bool(self.sessions_updated or self.sessions_removed or self.sessions_reattributed)
 
     def as_dict(self) -> dict:
         return dict(self.__dict__)
@@ -163,9 +154,9 @@ def _cap(text: str) -> str:
     return text[:MAX_ENTRY_CHARS]
 
 
-#: The last source marker each index was brought up to date with, in this process, and
-#: how many sessions it had then.
-_unchanged: dict[str, tuple[str, int]] = {}
+#: The last source marker each index was brought up to date with, in this process, how
+#: many sessions it had then, and what its probed folders looked like.
+_unchanged: dict[str, tuple[str, int, dict[str, str]]] = {}
 
 
 class Indexer:
@@ -185,7 +176,7 @@ class Indexer:
         # damaged index aside and started a new one since.
         key = f"{marker}|{self.index.identity()}" if marker is not None else None
         known = _unchanged.get(str(self.index.path))
-        if not force and key is not None and known is not None and known[0] == key:
+        if not force and key is not None and known is not None and known[0] == key and not moved(known[2]):
             return RefreshReport(sessions_total=known[1], compared=False,
                                  seconds=round(time.perf_counter() - started, 4))
         with self.index.writer(lock_timeout):
@@ -206,10 +197,12 @@ class Indexer:
                     if marker is not None:
                         with transaction(conn):
                             set_meta(conn, "source_marker", marker)
+                report.sessions_reattributed = self._reattribute_moved_folders(conn)
+                markers = probe_markers(conn)
             finally:
                 conn.close()
         if marker is not None:
-            _unchanged[str(self.index.path)] = (f"{marker}|{self.index.identity()}", report.sessions_total)
+            _unchanged[str(self.index.path)] = (f"{marker}|{self.index.identity()}", report.sessions_total, markers)
         report.seconds = round(time.perf_counter() - started, 4)
         return report
 
@@ -277,8 +270,7 @@ class Indexer:
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
         set_meta(conn, "last_index_at", time.time())
-        generation = int(get_meta(conn, "generation", "0") or 0)
-        set_meta(conn, "generation", generation + 1)
+        _bump_generation(conn)
 
     def _clear(self, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO entries_fts(entries_fts) VALUES ('delete-all')")
@@ -345,7 +337,7 @@ class Indexer:
             if session.title:
                 self._insert_entries(conn, session.id, [
                     Entry(None, -1, "title", "title", None, session.started_at, session.title[:500])])
-        repo_root, branch = self._effective_git(conn, session)
+        repo_root, branch = self._effective_git(conn, session.cwd, session.git_repo_root, session.git_branch)
         conn.execute(
             "UPDATE sessions SET source=?, parent_session_id=?, ended_at=?, end_reason=?, cwd=?, git_branch=?, "
             "git_repo_root=?, repo_root=?, branch=?, title=?, archived=?, hidden=?, signature=?, indexed_at=? "
@@ -357,7 +349,7 @@ class Indexer:
 
     def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
                         entry_count: int, last_active: float) -> None:
-        repo_root, branch = self._effective_git(conn, session)
+        repo_root, branch = self._effective_git(conn, session.cwd, session.git_repo_root, session.git_branch)
         conn.execute(
             "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
             "cwd, git_branch, git_repo_root, repo_root, branch, title, archived, hidden, message_count, "
@@ -369,7 +361,30 @@ class Indexer:
              last_active, session.signature, session.content_signature, time.time()),
         )
 
-    def _effective_git(self, conn: sqlite3.Connection, session: SourceSession) -> tuple[str | None, str | None]:
+    def _reattribute_moved_folders(self, conn: sqlite3.Connection) -> int:
+        """Probe again the folders that changed shape since they were probed, and give their
+        sessions (and those of missing folders below them) the new repo root."""
+        stale = moved(probe_markers(conn))
+        if not stale:
+            return 0
+        with transaction(conn):
+            changed = reprobe(conn, stale, self.probe)
+            updated = 0
+            for cwd in changed:
+                rows = conn.execute("SELECT id, cwd, git_repo_root, git_branch, repo_root, branch FROM sessions "
+                                    "WHERE cwd = ? OR substr(cwd, 1, length(?) + 1) = ? || '/'", (cwd, cwd, cwd))
+                for row in rows.fetchall():
+                    effective = self._effective_git(conn, row["cwd"], row["git_repo_root"], row["git_branch"])
+                    if effective != (row["repo_root"], row["branch"]):
+                        conn.execute("UPDATE sessions SET repo_root = ?, branch = ? WHERE id = ?",
+                                     (*effective, row["id"]))
+                        updated += 1
+            if updated:
+                _bump_generation(conn)
+        return updated
+
+    def _effective_git(self, conn: sqlite3.Connection, cwd: str | None, git_repo_root: str | None,
+                       git_branch: str | None) -> tuple[str | None, str | None]:
         """The repo root and branch that attribution uses.
 
         When the cwd exists on this machine, the probe of the cwd decides: Hermes
@@ -378,23 +393,21 @@ class Indexer:
         with nothing recorded, its nearest existing folder is probed (a deleted
         subfolder still belongs to its repo).
         """
-        cwd = session.cwd
         if not cwd:
-            return session.git_repo_root, session.git_branch
+            return git_repo_root, git_branch
         if not os.path.isdir(cwd):
-            if session.git_repo_root:
-                return session.git_repo_root, session.git_branch
+            if git_repo_root:
+                return git_repo_root, git_branch
             cwd = _nearest_existing(cwd)
             if cwd is None:
-                return None, session.git_branch
-        row = conn.execute("SELECT repo_root, branch FROM probes WHERE cwd = ?", (cwd,)).fetchone()
-        if row is None:
-            repo_root, branch = self.probe(cwd)
-            conn.execute("INSERT OR REPLACE INTO probes(cwd, repo_root, branch, probed_at) VALUES (?, ?, ?, ?)",
-                         (cwd, repo_root, branch, time.time()))
-        else:
-            repo_root, branch = row["repo_root"], row["branch"]
-        return repo_root, session.git_branch or branch
+                return None, git_branch
+        repo_root, branch = cached_probe(conn, cwd, self.probe)
+        return repo_root, git_branch or branch
+
+
+def _bump_generation(conn: sqlite3.Connection) -> None:
+    """Readers cache what they derive from ``sessions`` per generation: say it changed."""
+    set_meta(conn, "generation", int(get_meta(conn, "generation", "0") or 0) + 1)
 
 
 def _nearest_existing(path: str) -> str | None:

@@ -169,6 +169,13 @@ DELETE FROM edit_state;
 UPDATE sessions SET content_signature = ''
 """
 
+# A probe remembers how its folder looked (:func:`.probes.folder_marker`), so a folder
+# re-pointed under the index is probed again (issue 18 §3); older probes have none and are
+# probed once more.
+_V8 = """
+ALTER TABLE probes ADD COLUMN folder_marker TEXT
+"""
+
 # Other agents' transcripts (issue 16): JSONL files read incrementally. ``source_files`` is the
 # per-file manifest (identity, the byte offset read up to, the parser's state), ``file_number``
 # numbers each file for good so message ids stay stable (see sources.transcripts.message_id);
@@ -218,14 +225,14 @@ CREATE TABLE file_messages (
 );
 CREATE INDEX file_messages_session ON file_messages(session_id, id)
 """
-_V8 = TRANSCRIPT_TABLES
+_V9 = TRANSCRIPT_TABLES
 
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
                              "edit_state", "models", "file_numbers", "source_files", "file_sessions",
                              "file_messages"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7, _V8]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7, _V8, _V9]
 
 
 def schema_version() -> int:

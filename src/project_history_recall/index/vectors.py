@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,12 +272,23 @@ def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: li
     return sum(n for sid, n in pending.items() if sid in in_scope)
 
 
+#: Seconds a failed background run is reported (``unavailable``) before the next read tries
+#: again: a provider that was down for a while is used again without a restart.
+BACKGROUND_RETRY_SECONDS = 60.0
+
+
 class _Worker(threading.Thread):
     def __init__(self, embedder: Embedder) -> None:
         super().__init__(name="project-history-recall-embed", daemon=True)
         self.embedder = embedder
         self.stop = threading.Event()
         self.error: str | None = None
+        self.ended_at = 0.0
+
+    def recent_error(self) -> str | None:
+        if self.error and time.monotonic() - self.ended_at < BACKGROUND_RETRY_SECONDS:
+            return self.error
+        return None
 
     def run(self) -> None:
         # One embedding process per profile: a second Hermes window leaves it to the first.
@@ -289,6 +301,7 @@ class _Worker(threading.Thread):
                 self.error = exc.message
         except Exception as exc:  # reported as semantic_status "unavailable", never raised into Hermes
             self.error = f"{type(exc).__name__}: {exc}"
+        self.ended_at = time.monotonic()
 
 
 _workers: dict[str, _Worker] = {}
@@ -320,5 +333,6 @@ def _embed_lock(index: Index) -> Path:
 
 
 def last_background_error(index: Index) -> str | None:
+    """Why the last background run failed, for :data:`BACKGROUND_RETRY_SECONDS` after it did."""
     worker = _workers.get(str(index.path))
-    return worker.error if worker is not None else None
+    return worker.recent_error() if worker is not None and not worker.is_alive() else None

@@ -17,7 +17,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from project_history_recall.attribution import ExplicitProject, Identity, Resolver
+from project_history_recall.attribution import Identity, Resolver
 from project_history_recall.errors import RecallError, not_found
 from project_history_recall.search.scope import compute_scope, session_identities
 from project_history_recall.sources import SourceMessage
@@ -316,12 +316,11 @@ class _Tally:
     last: float = 0.0
 
 
-def projects(conn: sqlite3.Connection, resolver: Resolver, explicit: list[ExplicitProject], current: Identity, *,
-             branch: str | None = None) -> dict:
+def projects(conn: sqlite3.Connection, resolver: Resolver, current: Identity, *, branch: str | None = None) -> dict:
     """Every project (explicit ones even without sessions, auto ones that have some,
     Home when it has any) with its visible sessions and messages; the asker's marked."""
     tallies: dict[str, _Tally] = {}
-    for p in explicit:
+    for p in resolver.projects:
         ident = Identity("explicit", id=p.id, name=p.name)
         tallies[ident.scope_key] = _Tally(ident)
     counts = {r["id"]: r for r in conn.execute("SELECT id, message_count, last_active FROM sessions")}
@@ -336,7 +335,8 @@ def projects(conn: sqlite3.Connection, resolver: Resolver, explicit: list[Explic
         tally.messages += int(counts[sid]["message_count"] or 0)
         tally.last = max(tally.last, float(counts[sid]["last_active"] or row["started_at"] or 0))
         by_key[ident.scope_key].append(sid)
-    folders = {p.id: [f.path for f in p.folders] or ([p.primary_path] if p.primary_path else []) for p in explicit}
+    folders = {p.id: [f.path for f in p.folders] or ([p.primary_path] if p.primary_path else [])
+               for p in resolver.projects}
     items = []
     for key, t in sorted(tallies.items(), key=lambda kv: (-kv[1].last, kv[1].identity.name or "")):
         item = {**t.identity.as_dict(), "sessions": t.sessions, "messages": t.messages,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from project_history_recall.errors import RecallError, no_db
 from project_history_recall.hermes_home import HermesHome
-from project_history_recall.index.indexer import Probe
+from project_history_recall.index.probes import Probe
 
 
 def _call_update_cwd(home: HermesHome, session_id: str, cwd: str, branch: str | None, root: str | None) -> None:

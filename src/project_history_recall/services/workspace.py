@@ -17,7 +17,8 @@ from project_history_recall.attribution import HOME, Identity, Resolver
 from project_history_recall.errors import RecallError, bad_argument, no_db
 from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.edit_phase import EditPhase
-from project_history_recall.index.indexer import Indexer, Probe, Progress, RefreshReport, git_probe
+from project_history_recall.index.indexer import Indexer, Progress, RefreshReport
+from project_history_recall.index.probes import Probe, git_probe
 from project_history_recall.index.store import Index
 from project_history_recall.services import withheld
 from project_history_recall.settings import Settings

@@ -14,6 +14,7 @@ import sqlite3
 import threading
 import time
 import uuid
+from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -73,8 +74,12 @@ class _Watch:
     token: str
 
 
-_watches: dict[str, _Watch] = {}
+#: Watched databases, least recently used first. A process serves one Hermes home (the test
+#: suite: hundreds), and an open connection also keeps SQLite from closing the file handles
+#: of every other connection to that file, so only the last few are kept.
+_watches: OrderedDict[str, _Watch] = OrderedDict()
 _watches_lock = threading.Lock()
+MAX_WATCHES = 4
 
 
 def _data_version(path: Path, inode: int) -> str | None:
@@ -91,6 +96,9 @@ def _data_version(path: Path, inode: int) -> str | None:
                 if watch is not None:
                     watch.conn.close()
                 watch = _watches[key] = _Watch(connect_readonly(path, timeout=0.1), inode, uuid.uuid4().hex)
+                while len(_watches) > MAX_WATCHES:
+                    _watches.popitem(last=False)[1].conn.close()
+            _watches.move_to_end(key)
             version = watch.conn.execute("PRAGMA data_version").fetchone()[0]
         except (RecallError, sqlite3.DatabaseError):
             if watch is not None:
