@@ -100,3 +100,27 @@ def test_cwd_flag_names_the_project_when_the_host_starts_the_server_elsewhere(tm
     ])
     assert [r["session_id"] for r in search["results"]] == ["s-beta"]
     assert bad["success"] is False and bad["code"]
+
+
+def test_results_from_claude_code_and_codex_carry_their_source(tmp_path, monkeypatch):
+    """Other agents' histories answer over MCP too, each result saying which agent it came from;
+    the other project's transcripts never appear."""
+    from agent_transcripts import Claude, Codex
+
+    alpha, beta = _two_projects(tmp_path)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    mine = Claude(tmp_path / "claude", "5d1e0c2a-0000-4000-8000-000000000001", alpha)
+    mine.user("is the quokka service behind the load balancer")
+    theirs = Claude(tmp_path / "claude", "5d1e0c2a-0000-4000-8000-000000000002", beta)
+    theirs.user("the quokka key lives in beta")
+    rollout = Codex(tmp_path / "codex", "5d1e0c2a-0000-4000-8000-000000000003", alpha)
+    rollout.meta()
+    rollout.user("add a quokka health check")
+    _, (search, opened) = _talk(_server(tmp_path, alpha), [
+        ("project_history_search", {"query": "quokka", "mode": "keyword"}),
+        ("project_history", {"operation": "session", "session_id": f"@session:{mine.session_id}"}),
+    ])
+    assert {(r["session_id"], r["source"]) for r in search["results"]} == {
+        ("s-alpha", "hermes"), (mine.session_id, "claude-code"), (rollout.session_id, "codex")}
+    assert opened["session"]["source"] == "claude-code"

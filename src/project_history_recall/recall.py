@@ -38,6 +38,7 @@ from project_history_recall.services.semantic import SemanticService
 from project_history_recall.services.status import status as status_report
 from project_history_recall.services.workspace import Workspace
 from project_history_recall.settings import Settings
+from project_history_recall.sources import TRANSCRIPT_PREFIXES
 from project_history_recall.when import parse_when
 
 HEAL_LOCK_WAIT = 30.0  # a rebuild by another process may hold the writer lock this long
@@ -382,6 +383,10 @@ class Recall:
         return forgetting.listing(self.workspace)
 
     def move_session(self, session_id: str | None, project_id: object) -> dict:
+        if session_id and session_id.startswith(TRANSCRIPT_PREFIXES):
+            # Its cwd is in the other agent's own files, which are never written.
+            raise RecallError(f"session {session_id} is another agent's history ({session_id.split('-')[0]}): "
+                              "only Hermes sessions can be moved", "move_unsupported_source")
         source = self.workspace.hermes
         exists = False
         if session_id and source.exists():

@@ -28,6 +28,9 @@ class Settings:
     #: Globs over a session's cwd and repo root (a folder's glob covers what is under it):
     #: those sessions are never indexed nor embedded (``phr exclude`` adds its own beside these).
     exclude: tuple[str, ...] = ()
+    #: Which agents' histories are read (``hermes``, ``claude-code``, ``codex``); None: every
+    #: one whose folder exists.
+    sources: tuple[str, ...] | None = None
 
     @classmethod
     def from_config(cls, config: dict[str, Any] | None) -> Settings:
@@ -48,6 +51,7 @@ class Settings:
             home_cwd=_str(_section(config, "terminal").get("cwd"), ""),
             allow_cross_project=_bool(block.get("allow_cross_project"), False),
             exclude=_strings(block.get("exclude")),
+            sources=_strings(block.get("sources")) if "sources" in block else None,
         )
 
 

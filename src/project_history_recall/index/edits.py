@@ -17,6 +17,12 @@ Sources, in message order:
   is worked out at query time, when the chain before it is known.
 * ``diff --git`` blocks the assistant wrote in its reply, minus the hunks an
   edit tool in the same session already recorded.
+* Other agents' edit tools, read as the forms above: Claude Code's ``Edit``
+  (``file_path``/``old_string``/``new_string``) and each edit of a ``MultiEdit`` as a
+  replace, its ``Write`` as a write, and Codex's ``apply_patch`` (V4A text, see
+  :mod:`project_history_recall.sources.codex`) as a V4A patch. Whether they landed is
+  what their source says (:attr:`~project_history_recall.sources.SourceMessage.failed`:
+  an ``is_error`` result, a non-zero exit code), not Hermes's result layout.
 
 Indexing stores each edit's raw material only (the strings, Hermes's diff, the V4A
 section); :func:`render_edit` turns it into a patch and a symbol when a file's
@@ -45,7 +51,9 @@ from project_history_recall.index.diffs import (
 from project_history_recall.index.symbols import hunks_symbol, symbol_from_text
 from project_history_recall.sources import SourceMessage
 
-EDIT_TOOLS = ("patch", "write_file")
+#: Other agents' edit tools (see the module docstring).
+AGENT_EDIT_TOOLS = ("Edit", "MultiEdit", "Write", "apply_patch")
+EDIT_TOOLS = ("patch", "write_file", *AGENT_EDIT_TOOLS)
 
 
 SAID_CHARS = 300
@@ -396,6 +404,20 @@ class _Session:
         rel, abs_path = self.place(raw, result, False)
         self.add(Edit(rel, abs_path, "write", message.id, message.timestamp, new_text=_cap_text(content)))
 
+    def agent_edit(self, message: SourceMessage, name: str, args: dict, result: str) -> None:
+        """One of :data:`AGENT_EDIT_TOOLS`, as the Hermes form it means."""
+        path = args.get("file_path")
+        if name == "apply_patch":
+            self.v4a(message, args, result)
+        elif name == "Write":
+            self.write(message, {"path": path, "content": args.get("content")}, result)
+        else:
+            edits = args.get("edits") if name == "MultiEdit" else [args]
+            for edit in edits if isinstance(edits, list) else []:
+                if isinstance(edit, dict):
+                    self.replace(message, {"path": path, "old_string": edit.get("old_string"),
+                                           "new_string": edit.get("new_string")}, result)
+
     def quoted_diffs(self, message: SourceMessage) -> None:
         for diff in parse_unified(message.content):
             if diff.path is None:
@@ -416,12 +438,15 @@ def extract_edits(messages: Sequence[SourceMessage], place: Placer) -> list[Edit
     One pass finds the assistant messages that may edit (and the user message before
     each) and every tool result; only those messages are then looked at closely."""
     results: dict[str | None, str] = {}
+    landed: dict[str | None, bool] = {}  # what a source itself says of a call's outcome
     candidates: list[tuple[SourceMessage, SourceMessage | None]] = []
     asked: SourceMessage | None = None
     for message in messages:
         role = message.role
         if role == "tool":
             results[message.tool_call_id] = message.content
+            if message.failed is not None:
+                landed[message.tool_call_id] = not message.failed
         elif role == "assistant":
             calls = message.tool_calls
             edits = bool(calls) and (calls[0].name in EDIT_TOOLS or any(c.name in EDIT_TOOLS for c in calls[1:]))
@@ -437,7 +462,10 @@ def extract_edits(messages: Sequence[SourceMessage], place: Placer) -> list[Edit
             if call.name not in EDIT_TOOLS:
                 continue
             result = results.get(call.id) if call.id else None
-            if result is None or tool_succeeded(result) is not True:
+            if result is None or not (landed[call.id] if call.id in landed else tool_succeeded(result) is True):
+                continue
+            if call.name in AGENT_EDIT_TOOLS:
+                walk.agent_edit(message, call.name, _parse(call.arguments), result)
                 continue
             if call.name == "patch" and result.startswith('{"success": true, "diff": "'):
                 # Hermes's diff says what really changed (fuzzy match included): a replace

@@ -176,11 +176,63 @@ _V8 = """
 ALTER TABLE probes ADD COLUMN folder_marker TEXT
 """
 
+# Other agents' transcripts (issue 16): JSONL files read incrementally. ``source_files`` is the
+# per-file manifest (identity, the byte offset read up to, the parser's state), ``file_number``
+# numbers each file for good so message ids stay stable (see sources.transcripts.message_id);
+# ``file_sessions``/``file_messages`` hold what was parsed, so an appended line is all that is
+# read next time. Everything here is rebuilt from the agents' files when missing.
+TRANSCRIPT_TABLES = """
+CREATE TABLE file_numbers (file_no INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE);
+CREATE TABLE source_files (
+    path TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    file_no INTEGER NOT NULL,
+    inode INTEGER,
+    size INTEGER NOT NULL DEFAULT 0,
+    mtime_ns INTEGER NOT NULL DEFAULT 0,
+    offset INTEGER NOT NULL DEFAULT 0,
+    tail BLOB,
+    generation INTEGER NOT NULL DEFAULT 0,
+    lines INTEGER NOT NULL DEFAULT 0,
+    state TEXT NOT NULL DEFAULT '{}',
+    skipped TEXT NOT NULL DEFAULT '{}'
+);
+CREATE TABLE file_sessions (
+    id TEXT PRIMARY KEY,
+    source TEXT NOT NULL,
+    file_no INTEGER NOT NULL,
+    parent_session_id TEXT,
+    started_at REAL NOT NULL DEFAULT 0,
+    cwd TEXT,
+    git_branch TEXT,
+    title TEXT,
+    hidden INTEGER NOT NULL DEFAULT 0,
+    message_count INTEGER NOT NULL DEFAULT 0,
+    signature TEXT NOT NULL DEFAULT '',
+    content_signature TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX file_sessions_file ON file_sessions(file_no);
+CREATE TABLE file_messages (
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    role TEXT NOT NULL,
+    content TEXT NOT NULL,
+    timestamp REAL NOT NULL,
+    tool_calls TEXT,
+    tool_name TEXT,
+    tool_call_id TEXT,
+    failed INTEGER
+);
+CREATE INDEX file_messages_session ON file_messages(session_id, id)
+"""
+_V9 = TRANSCRIPT_TABLES
+
 REQUIRED_TABLES = frozenset({"meta", "sessions", "entries", "entries_fts", "probes", "chunks", "edits",
-                             "edit_state", "models"})
+                             "edit_state", "models", "file_numbers", "source_files", "file_sessions",
+                             "file_messages"})
 
 Migration = str | Callable[[sqlite3.Connection], None]
-MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7, _V8]
+MIGRATIONS: list[Migration] = [_V1, _V2, _V3, _V4, _v5_compact_vectors, _V6, _V7, _V8, _V9]
 
 
 def schema_version() -> int:

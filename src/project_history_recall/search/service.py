@@ -28,6 +28,7 @@ from project_history_recall.search.snippets import make_snippet
 from project_history_recall.services.code_history import chain_summary
 from project_history_recall.services.semantic import SemanticService, SemanticState
 from project_history_recall.services.workspace import Asker
+from project_history_recall.sources import agent_of
 from project_history_recall.tokenizer import QueryPlan, plan_query
 from project_history_recall.when import format_when
 
@@ -104,10 +105,11 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
 
 def _result(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan, scope: Scope, everywhere: bool,
             chain_block: bool) -> dict:
-    row = conn.execute("SELECT title, started_at FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
+    row = conn.execute("SELECT title, started_at, source FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
     result = {
         "session_id": hit.session_id,
         "link": f"@session:{hit.session_id}",
+        "source": agent_of(row["source"] if row else None),
         "title": row["title"] if row else None,
         "message_id": hit.message_id,
         "kind": hit.kind,

@@ -52,15 +52,15 @@ def _find_session(workspace: Workspace, target: str) -> str:
                 raise
         finally:
             conn.close()
-    if workspace.hermes.exists():
-        with workspace.hermes.read() as reader:
+    if workspace.histories.exists():
+        with workspace.histories.read() as reader:
             if wanted in reader.sessions([wanted]):
                 return wanted
     raise RecallError(f"no session matches {wanted!r}", "not_found")
 
 
 def _refresh(workspace: Workspace) -> None:
-    if workspace.hermes.exists():
+    if workspace.histories.exists():
         workspace.refresh()
 
 
@@ -138,7 +138,7 @@ def exclude(workspace: Workspace, *, project: str | None = None, path: str | Non
 
 
 def _withheld_now(workspace: Workspace) -> set[str]:
-    if not workspace.hermes.exists():
+    if not workspace.histories.exists():
         return set()
     with workspace.source.read() as reader:
         return reader.hidden if isinstance(reader, WithholdingReader) else set()

@@ -101,8 +101,7 @@ def _first_build(workspace: Workspace, wait: float) -> Freshness:
     store = jobs.JobStore(workspace.home.data_dir)
     job = store.active()
     if job is None:
-        with workspace.source.read() as reader:
-            total = len(reader.signatures())
+        total = workspace.sessions_to_index()
         job, _ = jobs.start(workspace, reason="auto_build", detach=total > jobs.LARGE_HISTORY)
     job = jobs.wait(workspace, job, wait)
     if job.state == "done" and workspace.index.exists():

@@ -403,18 +403,18 @@ def wait(workspace: Workspace, job: Job, timeout: float) -> Job:
 
 
 def pending_sessions(workspace: Workspace, force: bool = False) -> tuple[int, int]:
-    """Sessions in Hermes's database, and how many a refresh would change: all with ``force``,
-    else the new ones, those that changed and those gone (:func:`~..indexer.pending_changes`,
-    the indexer's own comparison, so ``status`` and ``phr index`` count the same)."""
+    """Sessions in the sources, and how many a refresh would change: all with ``force``, else
+    the new ones, those that changed and those gone (:func:`~..indexer.pending_changes`, the
+    indexer's own comparison, so ``status`` and ``phr index`` count the same)."""
     conn = None if force else workspace.index.connect_readonly()
-    with workspace.source.read() as reader:
-        if conn is None:
-            total = len(reader.signatures())
-            return total, total
-        try:
+    if conn is None:
+        total = workspace.sessions_to_index()
+        return total, total
+    try:
+        with workspace.source.read() as reader:
             changes = pending_changes(conn, reader)
-        finally:
-            conn.close()
+    finally:
+        conn.close()
     return len(changes.signatures), len(changes)
 
 

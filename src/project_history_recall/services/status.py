@@ -15,7 +15,20 @@ from project_history_recall.services import forgetting, jobs
 from project_history_recall.services.browse import index_facts
 from project_history_recall.services.consent import consent_path, load_consent, load_sent, needs_consent
 from project_history_recall.services.semantic import SemanticService
+from project_history_recall.services.workspace import Workspace
+from project_history_recall.sources.transcripts import TranscriptSource
 from project_history_recall.when import format_when
+
+
+def _sources(workspace: Workspace) -> dict:
+    """Per history that is on: where it is, whether it exists, what was read and skipped (counts)."""
+    out: dict = {}
+    for source in workspace.sources:
+        if isinstance(source, TranscriptSource):
+            out[source.name] = source.status()
+        else:
+            out[source.name] = {"state_db": str(workspace.home.state_db), "exists": source.exists()}
+    return out
 
 
 def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str | None = None,
@@ -27,7 +40,7 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
         "version": __version__,
         "hermes_home": str(home.root),
         "state_db": str(home.state_db),
-        "state_db_exists": workspace.source.exists(),
+        "state_db_exists": workspace.hermes.exists(),
         "index_path": str(index.path),
         "index_exists": index.exists(),
     }
@@ -39,7 +52,8 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
         "updating" if active else "ready")
     if job is not None:
         info["job"] = job.as_dict()
-    if info["state_db_exists"]:
+    info["sources"] = _sources(workspace)
+    if workspace.source.exists():
         try:
             info["state_db_sessions"], info["sessions_pending"] = jobs.pending_sessions(workspace)
         except RecallError as exc:

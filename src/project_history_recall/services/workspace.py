@@ -22,7 +22,10 @@ from project_history_recall.index.probes import Probe, git_probe
 from project_history_recall.index.store import Index
 from project_history_recall.services import withheld
 from project_history_recall.settings import Settings
+from project_history_recall.sources import Source, claude_code, codex
+from project_history_recall.sources.composite import CompositeSource
 from project_history_recall.sources.hermes import HermesSource
+from project_history_recall.sources.transcripts import TranscriptSource
 from project_history_recall.sources.withholding import WithholdingSource
 
 NO_PROJECT_CONTEXT = "No project context (no working directory recorded)"
@@ -53,9 +56,18 @@ class Workspace:
         self.index = Index(home.data_dir)
         #: Hermes's database as it is (who is asking, moving a session) ...
         self.hermes = HermesSource(home.state_db)
-        #: ... and as the index may see it: without what a person forgot, excluded or marked private.
-        self.source = WithholdingSource(self.hermes, lambda: withheld.token(home, self.settings),
-                                        lambda: withheld.withholding(home, self.settings))
+        #: ... every history that is on (config ``sources``; default: all whose folder exists) ...
+        rules = lambda: withheld.withholding(home, self.settings)  # noqa: E731
+        self.sources: list[Source] = [
+            s for s in (self.hermes, TranscriptSource(claude_code.ClaudeCodeFormat(), claude_code.default_root(),
+                                                      self.index, rules),
+                        TranscriptSource(codex.CodexFormat(), codex.default_root(), self.index, rules))
+            if self.settings.sources is None or s.name in self.settings.sources]
+        self.histories = CompositeSource(self.sources)
+        #: ... and as the index may see them: without what a person forgot, excluded or marked private.
+        self._token = lambda: withheld.token(home, self.settings)
+        self._rules = rules
+        self.source = WithholdingSource(self.histories, self._token, rules)
         self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
@@ -63,6 +75,20 @@ class Workspace:
         if not self.source.exists():
             raise no_db(self.home.state_db)
         return self.indexer.refresh(force=force, progress=progress, lock_timeout=lock_timeout)
+
+    def sessions_to_index(self) -> int:
+        """How many sessions the index is (to be) built from, to choose a background job. With no
+        index yet to keep a parse in, transcripts are not parsed (into memory, only to count):
+        each transcript file counts as one session (subagents and Codex segments add a few)."""
+        if self.index.exists():
+            with self.source.read() as reader:
+                return len(reader.signatures())
+        databases = [s for s in self.sources if not isinstance(s, TranscriptSource)]
+        total = 0
+        if any(s.exists() for s in databases):
+            with WithholdingSource(CompositeSource(databases), self._token, self._rules).read() as reader:
+                total = len(reader.signatures())
+        return total + sum(s.file_count() for s in self.sources if isinstance(s, TranscriptSource))
 
     def resolver(self) -> Resolver:
         return Resolver(self.home.load_projects(), self.home.environment())

@@ -2,8 +2,13 @@
 
 The indexer only sees the :class:`Source` protocol: sessions with a change
 signature, the messages of one session, and a high-water mark for new messages.
-Hermes's ``state.db`` is the first source; another agent's history is another
-module here, without touching the index, search or tools.
+Hermes's ``state.db`` is the first source; Claude Code's and Codex CLI's JSONL
+transcripts (:mod:`.claude_code`, :mod:`.codex`, over :mod:`.transcripts`) are others,
+joined by :mod:`.composite` without touching the index, search or tools.
+
+Session ids stay one namespace: Hermes's ids as Hermes writes them, ``claude-<uuid>`` and
+``codex-<uuid>`` for the others (so ``@session:`` links and unique prefixes still resolve,
+and a link says which agent it came from).
 """
 
 from __future__ import annotations
@@ -53,6 +58,21 @@ class SourceMessage:
     tool_calls: tuple[ToolCall, ...] = field(default_factory=tuple)
     tool_name: str | None = None
     tool_call_id: str | None = None
+    #: For a tool result: whether the source itself says the call failed (Claude Code's
+    #: ``is_error``, Codex's exit code). None: only the result's text can tell (Hermes).
+    failed: bool | None = None
+
+
+#: The agents whose histories are read, as ``sessions.source`` names them. Hermes's own
+#: sessions keep Hermes's platform there (``cli``, ``telegram``...).
+FILE_AGENTS = ("claude-code", "codex")
+#: How their session ids begin (never how a Hermes id begins: Hermes ids start with a date).
+TRANSCRIPT_PREFIXES = ("claude-", "codex-")
+
+
+def agent_of(source: str | None) -> str:
+    """Which agent a session's ``source`` column belongs to: ``hermes``, ``claude-code`` or ``codex``."""
+    return source if source in FILE_AGENTS else "hermes"
 
 
 class SourceReader(Protocol):
