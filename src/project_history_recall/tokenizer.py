@@ -251,8 +251,9 @@ _RARE_SPACE = re.compile("[\x0b\x0c\x1c-\x1f]")
 _MAX_PROBES = 32
 
 
-def units_in_text(plan: QueryPlan, text: str) -> list[Unit]:
-    """``matched_units(plan, index_tokens(text))``, without tokenizing the whole of a long text.
+def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
+    """``matched_units(QueryPlan(units), index_tokens(text))``, without tokenizing the whole of a
+    long text.
 
     Search asks this of every candidate entry, and a tool call can hold 32,000 characters of
     heredoc. In ASCII text a token is a lowercased substring of the text at the same place, and
@@ -261,11 +262,11 @@ def units_in_text(plan: QueryPlan, text: str) -> list[Unit]:
     its whitespace on, and as many tokens after it as the unit has). Exact; other text (non-ASCII,
     where case folding and NFKC move characters) is tokenized whole."""
     if not text.isascii() or _RARE_SPACE.search(text):
-        return matched_units(plan, index_tokens(text))
+        return matched_units(QueryPlan(units), index_tokens(text))
     lowered = text.lower()
     whole: list[str] | None = None
     found = []
-    for unit in plan.units:
+    for unit in units:
         for alt in unit.alternatives:
             if not all(token in lowered for token in alt):
                 continue

@@ -190,12 +190,14 @@ def rank_keyword(hits: list[Hit]) -> None:
         hit.score = hit.keyword_score
 
 
-def _units(hit: Hit, plan: QueryPlan, cache: dict[int, set[str]] | None) -> set[str]:
-    """The query units an entry matches (``cache`` keeps them per entry)."""
+def _units(hit: Hit, plan: QueryPlan, cache: dict[int, set[str]] | None, known: set[str] | None = None) -> set[str]:
+    """The query units an entry matches (``cache`` keeps them per entry); with ``known``, only
+    those of the others it matches (a session's coverage needs each unit once, not per entry)."""
     if cache is not None and hit.entry_id in cache:
         return cache[hit.entry_id]
-    found = {u.label for u in units_in_text(plan, searchable_text(hit.kind, hit.text))}
-    if cache is not None:
+    units = plan.units if not known else tuple(u for u in plan.units if u.label not in known)
+    found = {u.label for u in units_in_text(units, searchable_text(hit.kind, hit.text))}
+    if cache is not None and len(units) == len(plan.units):
         cache[hit.entry_id] = found
     return found
 
@@ -215,7 +217,9 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
         for hit in hits:
             if hit.keyword_rank is None or hit.session_id not in leading:
                 continue
-            units_by_session[hit.session_id].update(_units(hit, plan, units_cache))
+            known = units_by_session[hit.session_id]
+            if len(known) < len(plan.units):
+                known.update(_units(hit, plan, units_cache, known))
         reachable = set().union(*units_by_session.values()) if units_by_session else set()
         if reachable:
             coverage = {sid: len(u) / len(reachable) for sid, u in units_by_session.items()}
