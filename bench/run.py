@@ -23,6 +23,9 @@ What is measured, and why that way:
   runs, with chunks/s; on by default for a full S run only (``--embed`` /
   ``--no-embed``). Without it semantic and hybrid search a partial index.
 
+* real tool-heavy corpus — latency on 435 real SWE-bench agent trajectories (``--real``, on unless
+  ``--quick``; :func:`real_corpus`), skipped with a note when the snapshot is absent (CI has none).
+
 ``--quick`` (for CI) is size S with 40 queries and no semantic index build
 (``--embed`` adds it); it prints figures and never fails on time.
 """
@@ -352,10 +355,59 @@ def embedding_figures(home: Path) -> dict:
             "distinct_chunks_per_s": round(unique / seconds, 1) if unique and seconds else None, "result": result}
 
 
+# -- the real tool-heavy corpus -----------------------------------------------------------
+
+
+def real_corpus(run_dir: Path, embed: bool) -> dict:
+    """Latency on real agent trajectories (issue 17.1): the 435 mini-swe-agent SWE-bench runs of
+    :mod:`bench.datasets.swe_trajs` (34,761 messages, long shell outputs and heredocs), converted
+    from the fetched snapshot when ``bench/out/real/swe-heldout.json`` is not there yet, written
+    through Hermes's APIs (:mod:`bench.evalset`), indexed, then the set's own queries asked from
+    its largest project (django, 203 sessions). Skipped, and said so, without the snapshot."""
+    from project_history_recall.recall import Recall
+
+    from .datasets import swe_trajs
+    from .eval_retrieval import no_git
+    from .evalset import EvalSet, build_home
+
+    path = swe_trajs.OUT_DIR / "swe-heldout.json"
+    if not path.exists():
+        if not swe_trajs.DEFAULT_SOURCE.exists():
+            return {"status": "skipped", "note": f"no snapshot at {swe_trajs.DEFAULT_SOURCE} (and no {path})"}
+        swe_trajs.convert(swe_trajs.DEFAULT_SOURCE, swe_trajs.OUT_DIR, None, "swe")
+    evalset = EvalSet.load(path)
+    home = run_dir / "real-home"
+    if home.exists():
+        shutil.rmtree(home)
+    build_home(evalset, home)
+    recall = Recall(home, probe=no_git)
+    clock = time.perf_counter()
+    report = recall.refresh()
+    seconds = time.perf_counter() - clock
+    figures: dict = {"status": "ok", "set": str(path), "sessions": len(evalset.sessions),
+                     "messages": report.messages_read, "index_seconds": round(seconds, 3),
+                     "messages_per_s": round(report.messages_read / seconds) if seconds else None}
+    modes = ("keyword", "semantic", "hybrid") if embed else ("keyword",)
+    if embed:
+        figures["embed"] = recall.embed()
+    current = Counter(q.current_session for q in evalset.queries).most_common(1)[0][0]
+    queries = [q.query for q in evalset.queries if q.current_session == current]
+    figures["largest_project"] = {"current_session": current, "queries": len(queries)}
+    for mode in modes:
+        recall.search(queries[0], session_id=current, mode=mode, limit=10)
+        times = []
+        for query in queries:
+            clock = time.perf_counter()
+            recall.search(query, session_id=current, mode=mode, limit=10)
+            times.append(time.perf_counter() - clock)
+        figures["largest_project"][mode] = latency_summary(times)
+    return figures
+
+
 # -- the run ------------------------------------------------------------------------------
 
 
-def run(size_name: str, *, quick: bool, seed: int, n_queries: int, embed: bool) -> dict:
+def run(size_name: str, *, quick: bool, seed: int, n_queries: int, embed: bool, real: bool) -> dict:
     size = SIZES[size_name]
     started = time.perf_counter()
     corpus = ensure_corpus(OUT / f"corpus-{size.name}", seed, size)
@@ -382,6 +434,8 @@ def run(size_name: str, *, quick: bool, seed: int, n_queries: int, embed: bool) 
     result["hermes"] = hermes_latency(home, corpus, queries)
     result["hermes_over_ours"] = ratios(result["latency"], result["hermes"])
     result["sizes"] = sizes(home)
+    if real:
+        result["real"] = real_corpus(run_dir, embed)
     result["process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
     result["total_seconds"] = round(time.perf_counter() - started, 2)
     return result
@@ -443,6 +497,15 @@ def print_summary(r: dict) -> None:
         f"{_fmt(emb.get('chunks'))} chunks ({_fmt(emb.get('chunks_per_s'))} chunks/s; "
         f"{_fmt(emb.get('distinct_chunks'))} distinct, {_fmt(emb.get('distinct_chunks_per_s'))}/s)"
         if emb["status"] == "ok" else f" ({emb.get('note') or emb.get('result')})"))
+    real = r.get("real")
+    if real and real["status"] == "ok":
+        big = real["largest_project"]
+        cells = [f"{m} {_fmt(big[m]['p50_ms'])}/{_fmt(big[m]['p95_ms'])}" for m in MODES if m in big]
+        print(f"real tool-heavy corpus (SWE-bench trajectories, {real['messages']:,} messages): keyword index "
+              f"{_fmt(real['messages_per_s'])} messages/s; largest project, {big['queries']} queries, ms p50/p95: "
+              + ", ".join(cells))
+    elif real:
+        print(f"real tool-heavy corpus: {real['status']} ({real['note']})")
     print(f"benchmark process peak RSS (embedding, vectors, queries): {_fmt(r.get('process_peak_rss_mb'), ' MB')}; "
           f"total {_fmt(r['total_seconds'], ' s')}")
 
@@ -457,6 +520,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--embed", action=argparse.BooleanOptionalAction, default=None,
                         help="build and time the full semantic index first (default: only for a full S run)")
     parser.add_argument("--json", type=Path, default=None, help="where to write (default bench/out/run-<size>.json)")
+    parser.add_argument("--real", action=argparse.BooleanOptionalAction, default=None,
+                        help="also the real tool-heavy corpus (SWE-bench trajectories; default: on unless --quick; "
+                             "skipped, and said so, without the fetched snapshot)")
     parser.add_argument("--child-index", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child_index:
@@ -465,7 +531,8 @@ def main(argv: list[str] | None = None) -> int:
     size = "S" if args.quick else args.size
     n_queries = args.queries or (40 if args.quick else 200)
     embed = args.embed if args.embed is not None else (size == "S" and not args.quick)
-    result = run(size, quick=args.quick, seed=args.seed, n_queries=n_queries, embed=embed)
+    real = args.real if args.real is not None else not args.quick
+    result = run(size, quick=args.quick, seed=args.seed, n_queries=n_queries, embed=embed, real=real)
     out = args.json or OUT / f"run-{size}{'-quick' if args.quick else ''}.json"
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1, ensure_ascii=False), encoding="utf-8")

@@ -244,5 +244,82 @@ def matched_units(plan: QueryPlan, tokens: list[str]) -> list[Unit]:
     return found
 
 
+#: ASCII whitespace that str.split() honours but the scan below does not look for: a text
+#: holding any of it takes the full tokenization.
+_RARE_SPACE = re.compile("[\x0b\x0c\x1c-\x1f]")
+#: Occurrences of a unit's first token a text may hold before it is tokenized whole instead.
+_MAX_PROBES = 32
+
+
+def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
+    """``matched_units(QueryPlan(units), index_tokens(text))``, without tokenizing the whole of a
+    long text.
+
+    Search asks this of every candidate entry, and a tool call can hold 32,000 characters of
+    heredoc. In ASCII text a token is a lowercased substring of the text at the same place, and
+    no token spans whitespace, so a unit can only be present where its first token occurs as a
+    substring: only the words from there on are tokenized (the word holding the occurrence, from
+    its whitespace on, and as many tokens after it as the unit has). Exact; other text (non-ASCII,
+    where case folding and NFKC move characters) is tokenized whole."""
+    if not text.isascii() or _RARE_SPACE.search(text):
+        return matched_units(QueryPlan(units), index_tokens(text))
+    lowered = text.lower()
+    whole: list[str] | None = None
+    found = []
+    for unit in units:
+        for alt in unit.alternatives:
+            if not all(token in lowered for token in alt):
+                continue
+            present = _sequence_at_occurrences(text, lowered, alt)
+            if present is None:
+                whole = whole if whole is not None else index_tokens(text)
+                present = contains_sequence(whole, alt)
+            if present:
+                found.append(unit)
+                break
+    return found
+
+
+def _sequence_at_occurrences(text: str, lowered: str, sequence: tuple[str, ...]) -> bool | None:
+    """Whether ``sequence`` occurs in the token stream of ``text`` (ASCII), looking only where its
+    first token occurs as a substring; None when it occurs too often to be worth it."""
+    first, rest = sequence[0], len(sequence) - 1
+    at = lowered.find(first)
+    probes = 0
+    while at != -1:
+        if not _token_bounds(text, at, at + len(first), len(first) >= MAX_TOKEN_CHARS):
+            at = lowered.find(first, at + 1)
+            continue
+        probes += 1
+        if probes > _MAX_PROBES:
+            return None
+        start = max(lowered.rfind(" ", 0, at), lowered.rfind("\n", 0, at), lowered.rfind("\t", 0, at),
+                    lowered.rfind("\r", 0, at)) + 1
+        tokens: list[str] = []
+        needed = -1
+        for match in _SCAN.finditer(text, start):
+            if needed < 0 and match.start() > at:
+                needed = len(tokens) + rest
+            if needed >= 0 and len(tokens) >= needed:
+                break
+            tokens.extend(_word_tokens(match.group("word")))
+        if contains_sequence(tokens, sequence):
+            return True
+        at = lowered.find(first, at + 1)
+    return False
+
+
+def _token_bounds(text: str, start: int, end: int, truncated: bool) -> bool:
+    """Whether ``text[start:end]`` (ASCII) may be a token: a token never starts or ends inside a
+    run of lowercase letters or of digits (words, their atoms and their camel-case pieces all take
+    such runs whole), unless it was cut to :data:`MAX_TOKEN_CHARS`."""
+    def inside(before: str, after: str) -> bool:
+        return (before.islower() and after.islower()) or (before.isdigit() and after.isdigit())
+
+    if start > 0 and inside(text[start - 1], text[start]):
+        return False
+    return truncated or end >= len(text) or not inside(text[end - 1], text[end])
+
+
 def idf(total_docs: int, doc_freq: int) -> float:
     return math.log(1.0 + (total_docs - doc_freq + 0.5) / (doc_freq + 0.5))

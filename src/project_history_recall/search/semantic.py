@@ -113,8 +113,10 @@ def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: Embedding
     picked = np.argpartition(-scores, wanted - 1)[:wanted] if wanted < len(rows) else np.arange(len(rows))
     best, best_scores = rows[picked], scores[picked]
     per_message: dict[tuple[str, int], float] = {}
-    for row, score in zip(best.tolist(), best_scores.tolist(), strict=True):
-        key = (matrix.sessions[int(matrix.session_codes[row])], int(matrix.message_ids[row]))
+    sessions = matrix.sessions
+    for code, message_id, score in zip(matrix.session_codes[best].tolist(), matrix.message_ids[best].tolist(),
+                                       best_scores.tolist(), strict=True):
+        key = (sessions[code], message_id)
         if score > per_message.get(key, -2.0):
             per_message[key] = score
     ranked = sorted(per_message.items(), key=lambda kv: (-kv[1], kv[0]))
@@ -129,24 +131,33 @@ def _message_hits(conn: sqlite3.Connection, ranked: list[tuple[tuple[str, int], 
     """Hits for the best messages that pass the filters, shown by their first indexed entry."""
     if not ranked:
         return []
-    ids = [mid for (_, mid), _ in ranked]
-    rows = conn.execute(
-        "SELECT id, session_id, message_id, kind, text, timestamp FROM entries "
-        "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY id", [json.dumps(ids)]).fetchall()
-    by_message: dict[tuple[str, int], list[sqlite3.Row]] = {}
-    for row in rows:
-        by_message.setdefault((row["session_id"], int(row["message_id"])), []).append(row)
-    hits = []
-    for key, score in ranked:
-        entries = [r for r in by_message.get(key, []) if _passes(r, filters)]
-        if not entries:
-            continue
-        row = entries[0]
-        hits.append(Hit(row["id"], row["session_id"], row["message_id"], row["kind"], row["text"],
-                        row["timestamp"], semantic_score=float(score)))
-        if len(hits) >= top_k:
+    # Up to 8 chunks a message were picked, so ``ranked`` holds several times top_k messages:
+    # their entries are read a batch at a time, best first, until top_k pass the filters, and
+    # the texts (a tool call can hold 32,000 characters) only for those kept.
+    chosen: list[tuple[sqlite3.Row, float]] = []
+    batch = max(2 * top_k, 50)
+    for start in range(0, len(ranked), batch):
+        part = ranked[start : start + batch]
+        rows = conn.execute(
+            "SELECT id, session_id, message_id, kind, timestamp FROM entries "
+            "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY id",
+            [json.dumps([mid for (_, mid), _ in part])]).fetchall()
+        by_message: dict[tuple[str, int], list[sqlite3.Row]] = {}
+        for row in rows:
+            by_message.setdefault((row["session_id"], int(row["message_id"])), []).append(row)
+        for key, score in part:
+            entries = [r for r in by_message.get(key, []) if _passes(r, filters)]
+            if entries:
+                chosen.append((entries[0], score))
+                if len(chosen) >= top_k:
+                    break
+        if len(chosen) >= top_k:
             break
-    return hits
+    texts = dict(conn.execute("SELECT id, text FROM entries WHERE id IN (SELECT value FROM json_each(?))",
+                              [json.dumps([row["id"] for row, _ in chosen])]).fetchall())
+    # (an entry a refresh replaced between the two reads is left out)
+    return [Hit(row["id"], row["session_id"], row["message_id"], row["kind"], texts[row["id"]],
+                row["timestamp"], semantic_score=float(score)) for row, score in chosen if row["id"] in texts]
 
 
 def _passes(row: sqlite3.Row, filters: Filters) -> bool:
