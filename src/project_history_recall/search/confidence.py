@@ -16,11 +16,14 @@ with the ``use-multilingual`` model, by::
 
     python -m bench.fit_confidence bench/out/real/realtalk-tune.json bench/out/real/swe-small-tune.json
 
-which prints this table. Rows are every returned result (up to 10 per query), label "its
-session is a gold session". ``low`` is the largest threshold under which fewer than 5 % of
-the queries whose first result is right would have every result flagged, on each tune set;
-``high`` the smallest threshold above which at least 90 % of first results are right
-(pooled tune). Held-out figures: ``docs/benchmarks.md``.
+which prints this table (its ``TABLES`` say which features and rows each table has, chosen
+on the tune sets). The hybrid and keyword tables are fitted on each query's first result
+(label: it is right), the semantic one on every returned result (label: its session is gold);
+one table scores every result, so a lower result's score reads "how likely a result with this
+evidence is the answer". ``low`` is the largest threshold under which fewer than 5 % of the
+tune queries whose first result is right would have every result flagged, on each tune set;
+``high`` the smallest above which at least 90 % of first results are right (pooled tune).
+Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default model changes.
 """
 
 from __future__ import annotations
@@ -38,10 +41,13 @@ class Signals:
     ``coverage``: share of the query's units that the session's keyword entries match
     together; ``keyword_per_unit``: the session's keyword score (BM25 with the coverage credit)
     per query unit; ``keyword_share``: that score over the best session's; ``margin``: the
-    best keyword session's relative lead over the second (the query's); ``session_cosine``: the
+    session's relative lead over the second keyword session when it is the best one, else 0
+    (a result that does not lead keyword has no lead); ``session_cosine``: the
     session's best message cosine (the lowest candidate's when none of its messages is a
     candidate); ``top_cosine``: the best cosine in scope; ``cosine_gap``: best minus median
-    candidate cosine (a flat list means nothing stands out)."""
+    candidate cosine (a flat list means nothing stands out); ``missing``: share of the query's
+    units that no keyword candidate in scope matches; ``query_units``: how many units the
+    query has."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -50,6 +56,8 @@ class Signals:
     session_cosine: float = 0.0
     top_cosine: float = 0.0
     cosine_gap: float = 0.0
+    missing: float = 0.0
+    query_units: float = 0.0
 
 
 FEATURES = tuple(f.name for f in fields(Signals))
@@ -81,8 +89,25 @@ class Model:
 
 # fmt: off
 MODELS: dict[str, Model] = {
-    name: Model(FEATURES, (0.0,) * 7, (1.0,) * 7, (0.0,) * 7, 0.0, 0.0, 1.0 + i)
-    for i, name in enumerate(("hybrid", "keyword", "semantic"))}
+    "hybrid": Model(
+        features=('coverage', 'keyword_per_unit', 'keyword_share', 'margin', 'session_cosine', 'top_cosine', 'cosine_gap', 'missing'),
+        mean=(0.60042, 3.34528, 0.99404, 0.35827, 0.39162, 0.43205, 0.21805, 0.31694),
+        std=(0.27577, 2.37824, 0.07662, 0.27322, 0.14329, 0.12219, 0.08027, 0.24784),
+        weights=(0.1894, 0.5324, 0.2123, 0.7197, 1.116, -0.6717, -0.0581, -0.5191),
+        bias=0.5598, low=0.225, high=0.729),
+    "keyword": Model(
+        features=('coverage', 'keyword_per_unit', 'keyword_share', 'margin', 'missing'),
+        mean=(0.60325, 3.36531, 1.0, 0.3604, 0.31288),
+        std=(0.27278, 2.37124, 0.001, 0.27263, 0.24291),
+        weights=(0.1021, 0.8229, 0.0, 0.7777, -0.6481),
+        bias=0.6303, low=0.2125, high=0.705),
+    "semantic": Model(
+        features=('session_cosine', 'top_cosine', 'cosine_gap'),
+        mean=(0.31812, 0.41606, 0.12846),
+        std=(0.10884, 0.11182, 0.06241),
+        weights=(1.8475, -1.5865, 0.5665),
+        bias=-2.1966, low=0.2, high=0.773),
+}
 # fmt: on
 
 

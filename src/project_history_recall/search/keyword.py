@@ -301,10 +301,12 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
     (empty when a source did not)."""
+    cache = {} if units_cache is None else units_cache
     scored = [dataclasses.replace(h, score=h.keyword_score) for h in keyword]
-    kw_sessions = {r.session_id: r.score for r in group_by_session(scored, plan, len(scored) or 1, units_cache)}
+    kw_sessions = {r.session_id: r.score for r in group_by_session(scored, plan, len(scored) or 1, cache)}
     best_keyword = max(kw_sessions.values(), default=0.0)
     margin = keyword_margin(kw_sessions)
+    leader = ranking(kw_sessions)[0] if kw_sessions else None
     cosines = [h.semantic_score for h in semantic]
     session_cosine: dict[str, float] = {}
     for hit in semantic:
@@ -313,12 +315,16 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
     gap = top - statistics.median(cosines) if cosines else 0.0
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
+    # the units the strongest candidates match (group_by_session tokenized them; one unit is found if anything was)
+    reachable = set().union(*(cache[h.entry_id] for h in scored if h.entry_id in cache)) if len(plan.units) > 1 else (
+        {u.label for u in plan.units} if keyword else set())
+    missing = 1.0 - len(reachable) / units if plan.units else 0.0
     out = []
     for r in results:
         k = kw_sessions.get(r.session_id, 0.0)
         out.append(Signals(
-            coverage=session_coverage(keyword, plan, r.session_id, units_cache) if keyword else 0.0,
+            coverage=session_coverage(keyword, plan, r.session_id, cache) if keyword else 0.0,
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
-            margin=margin, session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top,
-            cosine_gap=gap))
+            margin=margin if k > 0 and r.session_id == leader else 0.0, session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top,
+            cosine_gap=gap, missing=missing, query_units=float(len(plan.units))))
     return out
