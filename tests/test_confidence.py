@@ -31,6 +31,9 @@ def h(tmp_path):
               "run heron rollback --to previous, then page the on-call in #heron-ops",
               "thanks", title="Heron deploy")
     h.session("lunch", repo, "the plan for friday is tacos", "sounds good, I will order them")
+    for n, what in enumerate(("the release plan", "the plan for the offsite", "what we decided about the logo",
+                              "the plan to move the office", "we decided to skip the retro")):
+        h.session(f"chat-{n}", repo, f"let us talk about {what}", "sure, later today")
     h.session("timeouts", repo, "heron is slow today", "the heron client timeout retry budget is 3 attempts with "
               "exponential backoff", "ok")
     h.session("now", repo)
@@ -59,7 +62,7 @@ def test_a_topic_the_project_never_discussed_says_no_confident_match(h):
 
 
 def test_the_shown_message_is_the_answering_one_and_a_question_carries_its_reply(h):
-    reply = search("heron rollback canary")
+    reply = search("what do we do when the canary fails")
     top = reply["results"][0]
     assert top["session_id"] == "deploy"
     assert "canary" in top["snippet"]
@@ -68,3 +71,22 @@ def test_the_shown_message_is_the_answering_one_and_a_question_carries_its_reply
     assert top["reply"]["message_id"] == top["message_id"] + 1
     plain = search("exponential backoff attempts")["results"][0]
     assert plain["session_id"] == "timeouts" and "reply" not in plain  # not a question: no reply
+
+
+def test_people_read_the_confidence_and_the_reply(h):
+    from project_history_recall.faces import humanize
+
+    text = humanize.search(search("what do we do when the canary fails"))
+    assert "high confidence" in text or "medium confidence" in text
+    assert "↳ reply (assistant): run" in text
+    vague = humanize.search(search("what did we decide about the kafka consumer lag dashboard plan"))
+    assert "no confident match in this project" in vague and "low confidence" in vague
+
+
+@pytest.mark.model
+def test_hybrid_is_confident_on_a_clear_match_and_not_on_an_unknown_topic(h):
+    clear = search("heron client timeout retry budget", mode="hybrid")
+    assert session_ids(clear)[0] == "timeouts" and clear["results"][0]["confidence"] == "high"
+    assert "message" not in clear
+    vague = search("what did we decide about the kafka consumer lag dashboard plan", mode="hybrid")
+    assert vague["results"] and vague["message"] == "no confident match in this project"

@@ -315,9 +315,12 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
     gap = top - statistics.median(cosines) if cosines else 0.0
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
-    # the units the strongest candidates match (group_by_session tokenized them; one unit is found if anything was)
-    reachable = set().union(*(cache[h.entry_id] for h in scored if h.entry_id in cache)) if len(plan.units) > 1 else (
-        {u.label for u in plan.units} if keyword else set())
+    # the units the strongest candidates match (group_by_session tokenized them); a lone unit is
+    # found when anything was
+    if len(plan.units) > 1:
+        reachable = set().union(*(cache[h.entry_id] for h in scored if h.entry_id in cache))
+    else:
+        reachable = {u.label for u in plan.units} if keyword else set()
     missing = 1.0 - len(reachable) / units if plan.units else 0.0
     out = []
     for r in results:
@@ -325,6 +328,7 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
         out.append(Signals(
             coverage=session_coverage(keyword, plan, r.session_id, cache) if keyword else 0.0,
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
-            margin=margin if k > 0 and r.session_id == leader else 0.0, session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top,
-            cosine_gap=gap, missing=missing, query_units=float(len(plan.units))))
+            margin=margin if k > 0 and r.session_id == leader else 0.0,
+            session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
+            missing=missing, query_units=float(len(plan.units))))
     return out
