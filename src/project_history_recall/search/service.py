@@ -98,10 +98,7 @@ class Ranked:
     results: list[SessionResult]
     signals: list[Signals]
     model: Model
-
-    @property
-    def assessments(self) -> list[Assessment]:
-        return [assess(self.model, s) for s in self.signals]
+    assessments: list[Assessment]
 
 
 def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Question,
@@ -137,7 +134,7 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         grouped = group_by_session(keyword, None, question.limit)
     signals = result_signals(grouped, keyword, vector_hits, plan, units_cache)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
-    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model)
+    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, [assess(model, s) for s in signals])
 
 
 def explain(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question: Question,
