@@ -34,6 +34,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from project_history_recall.search.service import NO_CONFIDENT
+
 from .evalset import BuiltHome, EvalSet, Query, build_home
 from .stats import ms, percentile
 
@@ -58,14 +60,21 @@ class Outcome:
     in_project: int = 0
     other_project: int = 0
     error: str | None = None
+    replies: list[tuple[str, int | None] | None] = field(default_factory=list)
+    #: the answer said "no confident match" (every result low confidence)
+    flagged: bool = False
 
     def rank(self) -> int | None:
         gold = set(self.query.gold_sessions)
         return next((i for i, sid in enumerate(self.sessions[:10], start=1) if sid in gold), None)
 
-    def message_rank(self, message_ids: dict[str, list[int]]) -> int | None:
+    def message_rank(self, message_ids: dict[str, list[int]], with_reply: bool = False) -> int | None:
+        """Rank of the first result whose shown message (or, ``with_reply``, the reply shown
+        with it) is a gold message."""
         gold = {(sid, message_ids[sid][i]) for sid, i in self.query.gold_messages or ()}
-        return next((i for i, pair in enumerate(self.messages[:10], start=1) if pair in gold), None)
+        replies = self.replies if with_reply else []
+        return next((i for i, pair in enumerate(self.messages[:10], start=1)
+                     if pair in gold or (i <= len(replies) and replies[i - 1] in gold)), None)
 
 
 @dataclass
@@ -136,19 +145,22 @@ class Runner:
         self.run(mode, query)
 
     def run(self, mode: str, query: Query) -> Outcome:
-        search: Callable[[Query], list[tuple[str, int | None]]] = self._hermes if mode == "hermes" else (
-            lambda q: self._ours(q, mode))
+        search: Callable[[Query], dict] = self._hermes if mode == "hermes" else (lambda q: self._ours(q, mode))
         clock = time.perf_counter()
         error = None
         try:
-            pairs = search(query)
+            response = search(query)
         except Exception as exc:  # a failing query counts as a miss, and is reported
-            pairs, error = [], f"{type(exc).__name__}: {exc}"
+            response, error = {"results": []}, f"{type(exc).__name__}: {exc}"
+        results = response["results"]
         seconds = time.perf_counter() - clock
         home = self.project_of(query.current_session)
         if mode == "hermes" and self.baseline_scoped:
-            pairs = [(sid, mid) for sid, mid in pairs if home is not None and self.project_of(sid) == home]
-        outcome = Outcome(query, seconds, _distinct(pairs), pairs, error=error)
+            results = [r for r in results if home is not None and self.project_of(r["session_id"]) == home]
+        pairs = [(r["session_id"], r.get("message_id")) for r in results]
+        replies = [(r["session_id"], r["reply"]["message_id"]) if r.get("reply") else None for r in results]
+        outcome = Outcome(query, seconds, _distinct(pairs), pairs, error=error, replies=replies,
+                          flagged=bool(results) and response.get("message") == NO_CONFIDENT)
         for sid in outcome.sessions:
             if home is not None and self.project_of(sid) == home:
                 outcome.in_project += 1
@@ -156,11 +168,10 @@ class Runner:
                 outcome.other_project += 1
         return outcome
 
-    def _ours(self, query: Query, mode: str) -> list[tuple[str, int | None]]:
-        response = self.recall.search(query.query, session_id=query.current_session, mode=mode, limit=10)
-        return [(r["session_id"], r.get("message_id")) for r in response["results"]]
+    def _ours(self, query: Query, mode: str) -> dict:
+        return self.recall.search(query.query, session_id=query.current_session, mode=mode, limit=10)
 
-    def _hermes(self, query: Query) -> list[tuple[str, int | None]]:
+    def _hermes(self, query: Query) -> dict:
         from hermes_state import SessionDB
         from tools.session_search_tool import session_search
 
@@ -170,7 +181,8 @@ class Runner:
                                              current_session_id=query.current_session))
         if not response.get("success", False):
             raise RuntimeError(response.get("error") or "session_search failed")
-        return [(r["session_id"], r.get("match_message_id")) for r in response.get("results", [])]
+        return {"results": [{"session_id": r["session_id"], "message_id": r.get("match_message_id")}
+                            for r in response.get("results", [])]}
 
     def close(self) -> None:
         if self._db is not None:
@@ -224,10 +236,20 @@ def mode_figures(outcomes: list[Outcome], message_ids: dict[str, list[int]]) -> 
         ranks = [o.message_rank(message_ids) for o in with_messages]
         figures["messages"] = {f"hit@{k}": _r(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
                                for k in KS} | {"n": len(ranks)}
+        ranks = [o.message_rank(message_ids, with_reply=True) for o in with_messages]
+        figures["messages_with_reply"] = {
+            f"hit@{k}": _r(sum(1 for r in ranks if r is not None and r <= k) / len(ranks)) for k in KS}
     negatives = [o for o in outcomes if o.query.negative]
+    first_right = [o for o in outcomes if not o.query.negative and o.rank() == 1]
     figures["negatives"] = {"n": len(negatives),
                             "empty_in_project": sum(1 for o in negatives if o.in_project == 0),
-                            "with_other_project": sum(1 for o in negatives if o.other_project > 0)}
+                            "with_other_project": sum(1 for o in negatives if o.other_project > 0),
+                            "flagged": sum(1 for o in negatives if o.flagged),
+                            "by_category": {c: f"{sum(o.flagged for o in negatives if o.query.category == c)}/"
+                                               f"{sum(1 for o in negatives if o.query.category == c)}"
+                                            for c in sorted({o.query.category for o in negatives})},
+                            "first_right": len(first_right),
+                            "first_right_flagged": sum(1 for o in first_right if o.flagged)}
     figures["other_project_queries"] = sum(1 for o in outcomes if o.other_project > 0)
     errors = [f"{o.query.id}: {o.error}" for o in outcomes if o.error]
     if errors:
@@ -275,9 +297,14 @@ def print_set(name: str, run: SetRun, figures: dict, baseline_scoped: bool) -> N
         print(_table([f"mode / {label}", *METRICS], rows))
     if any("messages" in f for f in figures.values()):
         print("\nmessage level (gold_messages):")
-        print(_table(["mode", "hit@1", "hit@5", "hit@10", "n"],
-                     [[mode, *(f["messages"][m] for m in ("hit@1", "hit@5", "hit@10", "n"))]
+        print(_table(["mode", "hit@1", "hit@5", "hit@10", "with reply: hit@1", "hit@5", "hit@10", "n"],
+                     [[mode, *(f["messages"][m] for m in ("hit@1", "hit@5", "hit@10")),
+                       *(f["messages_with_reply"][m] for m in ("hit@1", "hit@5", "hit@10")), f["messages"]["n"]]
                       for mode, f in figures.items() if "messages" in f]))
+    print("\nno confident match: " + "; ".join(
+        f"{mode}: negatives {f['negatives']['flagged']}/{f['negatives']['n']} {f['negatives']['by_category']}, "
+        f"first-right {f['negatives']['first_right_flagged']}/{f['negatives']['first_right']}"
+        for mode, f in figures.items() if mode in OUR_MODES))
     print("\nscope: " + "; ".join(
         f"{mode}: negatives {f['negatives']['empty_in_project']}/{f['negatives']['n']} empty in project, "
         f"{f['negatives']['with_other_project']} with other-project results; "

@@ -67,8 +67,11 @@ def search(payload: dict) -> str:
     for n, r in enumerate(payload.get("results", []), start=1):
         title = r.get("title") or "(untitled)"
         where = f", {_project_name(r['project'])}" if r.get("project") else ""
-        lines.append(f"{n}. {r['link']}  {title}  [{r['when']}, {r['kind']}, {r['score_source']}{where}]")
+        sure = f", {r['confidence']} confidence" if r.get("confidence") else ""
+        lines.append(f"{n}. {r['link']}  {title}  [{r['when']}, {r['kind']}, {r['score_source']}{where}{sure}]")
         lines.append(f"   {r['snippet']}")
+        if r.get("reply"):
+            lines.append(f"   ↳ reply ({r['reply']['kind']}): {r['reply']['snippet']}")
     return "\n".join(lines)
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import statistics
 from collections import defaultdict
 from dataclasses import dataclass
 
 from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import is_damage
-from project_history_recall.search.fusion import evidence, gated, ranking
+from project_history_recall.search.confidence import Signals
+from project_history_recall.search.fusion import evidence, gated, keyword_margin, ranking
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit, units_in_text
 
@@ -253,7 +255,8 @@ def session_coverage(hits: list[Hit], plan: QueryPlan, session_id: str,
     return len(found) / len(plan.units)
 
 
-def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, limit: int) -> list[SessionResult]:
+def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, limit: int,
+                    units_cache: dict[int, set[str]] | None = None) -> list[SessionResult]:
     """``mode=hybrid``: keyword-gated fusion of session scores (:func:`~.fusion.gated`).
 
     K(s) is the session's keyword score from :func:`group_by_session` (its entries,
@@ -266,7 +269,7 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
         hit.score = hit.keyword_score
     for hit in semantic:
         hit.score = hit.semantic_score
-    units_cache: dict[int, set[str]] = {}
+    units_cache = {} if units_cache is None else units_cache
     kw_sessions = {r.session_id: r.score for r in group_by_session(keyword, plan, len(keyword) or 1, units_cache)}
     sem_sessions = {r.session_id: r.score for r in group_by_session(semantic, None, len(semantic) or 1)}
     kw_top = ranking(kw_sessions)[:1]
@@ -298,3 +301,41 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
         shown = next((h for _, h in candidates if h.kind != "title"), candidates[0][1])
         results.append(SessionResult(item.key, shown, item.score, [h for _, h in candidates]))
     return results
+
+
+def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: list[Hit], plan: QueryPlan,
+                   units_cache: dict[int, set[str]] | None = None) -> list[Signals]:
+    """What the ranking knows about each result, for its confidence
+    (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
+    (empty when a source did not)."""
+    cache = {} if units_cache is None else units_cache
+    scored = [dataclasses.replace(h, score=h.keyword_score) for h in keyword]
+    kw_sessions = {r.session_id: r.score for r in group_by_session(scored, plan, len(scored) or 1, cache)}
+    best_keyword = max(kw_sessions.values(), default=0.0)
+    margin = keyword_margin(kw_sessions)
+    leader = ranking(kw_sessions)[0] if kw_sessions else None
+    cosines = [h.semantic_score for h in semantic]
+    session_cosine: dict[str, float] = {}
+    for hit in semantic:
+        session_cosine[hit.session_id] = max(session_cosine.get(hit.session_id, -1.0), hit.semantic_score)
+    top = max(cosines, default=0.0)
+    gap = top - statistics.median(cosines) if cosines else 0.0
+    floor = min(cosines, default=0.0)
+    units = max(1, len(plan.units))
+    # the units the strongest candidates match (group_by_session tokenized them); a lone unit is
+    # found when anything was
+    if len(plan.units) > 1:
+        reachable = set().union(*(cache[h.entry_id] for h in scored if h.entry_id in cache))
+    else:
+        reachable = {u.label for u in plan.units} if keyword else set()
+    missing = 1.0 - len(reachable) / units if plan.units else 0.0
+    out = []
+    for r in results:
+        k = kw_sessions.get(r.session_id, 0.0)
+        out.append(Signals(
+            coverage=session_coverage(keyword, plan, r.session_id, cache) if keyword else 0.0,
+            keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
+            margin=margin if k > 0 and r.session_id == leader else 0.0,
+            session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
+            missing=missing, query_units=float(len(plan.units))))
+    return out

@@ -14,17 +14,20 @@ from dataclasses import dataclass
 
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
+from project_history_recall.search.confidence import Assessment, Model, Signals, assess, model_for, nothing_confident
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
     Hit,
+    SessionResult,
     group_by_session,
     hybrid_sessions,
     keyword_hits,
     rank_keyword,
+    result_signals,
 )
 from project_history_recall.search.scope import Filters, Scope, compute_scope
 from project_history_recall.search.semantic import semantic_hits
-from project_history_recall.search.snippets import make_snippet
+from project_history_recall.search.snippets import is_question, make_snippet
 from project_history_recall.services.code_history import chain_summary
 from project_history_recall.services.semantic import SemanticService, SemanticState
 from project_history_recall.services.workspace import Asker
@@ -38,6 +41,8 @@ CONSENT_MESSAGE = ("Semantic search is configured to send this project's history
                    "the user's consent first (nothing has been sent). Ask the user; if they agree, they run "
                    "`/recall consent` (this project) or `/recall consent all`. Keyword results are below.")
 
+NO_CONFIDENT = "no confident match in this project"
+NO_CONFIDENT_EVERYWHERE = "no confident match in any project"
 KEYWORD_STAND_IN = "No semantic matches (semantic search is {status}): these are keyword results."
 
 
@@ -66,6 +71,41 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
     if not scope.session_ids:
         return {**base, "results": [], "message": NO_OTHER_SESSIONS,
                 "sessions_in_scope": scope.sessions_in_scope, **semantic.idle_state().as_dict()}
+    ranked = _rank(conn, scope, asker, question, semantic)
+    state = ranked.state
+    results = [_result(conn, g.best, ranked.plan, scope, question.everywhere, chain_block) | {
+        "confidence": a.level, "confidence_score": a.score} for g, a in zip(ranked.results, ranked.assessments,
+                                                                            strict=True)]
+    response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
+    if state.status == "consent_required" and mode != "keyword":
+        response["semantic_message"] = CONSENT_MESSAGE.format(endpoint=settings.embedding.endpoint)
+    elif mode == "semantic" and not ranked.vector_hits and results:
+        response["semantic_message"] = KEYWORD_STAND_IN.format(status=state.status)
+    if not results:
+        response["message"] = "No matching messages in this project"
+    elif nothing_confident(ranked.assessments):
+        response["message"] = NO_CONFIDENT_EVERYWHERE if question.everywhere else NO_CONFIDENT
+    return response
+
+
+@dataclass
+class Ranked:
+    """One question's ranked sessions, each with its signals and confidence, and what ran."""
+
+    plan: QueryPlan
+    state: SemanticState
+    keyword: list[Hit]
+    vector_hits: list[Hit]
+    results: list[SessionResult]
+    signals: list[Signals]
+    model: Model
+    assessments: list[Assessment]
+
+
+def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Question,
+          semantic: SemanticService) -> Ranked:
+    settings = semantic.workspace.settings
+    mode = question.mode
     plan = plan_query(question.text)
     filters = question.filters
     keyword = keyword_hits(conn, plan, scope.session_ids, filters) if mode != "semantic" else []
@@ -79,28 +119,56 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
                                         scope.session_ids, filters, top_k)
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
+    units_cache: dict[int, set[str]] = {}
     if mode == "hybrid":
-        grouped = hybrid_sessions(keyword, vector_hits, plan, question.limit)
+        grouped = hybrid_sessions(keyword, vector_hits, plan, question.limit, units_cache)
     elif mode == "keyword":
-        grouped = group_by_session(keyword, plan, question.limit)
-    else:  # semantic. No vectors yet in scope (partial, indexing, unavailable): the keyword
+        grouped = group_by_session(keyword, plan, question.limit, units_cache)
+    elif vector_hits:
+        for hit in vector_hits:
+            hit.score = hit.semantic_score
+        grouped = group_by_session(vector_hits, None, question.limit)
+    else:  # semantic, no vectors yet in scope (partial, indexing, unavailable): the keyword
         # results stand in, and semantic_status says why.
-        hits = vector_hits or keyword_hits(conn, plan, scope.session_ids, filters)
-        if vector_hits:
-            for hit in hits:
-                hit.score = hit.semantic_score
-        else:
-            rank_keyword(hits)
-        grouped = group_by_session(hits, None, question.limit)
-    results = [_result(conn, g.best, plan, scope, question.everywhere, chain_block) for g in grouped]
-    response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
-    if state.status == "consent_required" and mode != "keyword":
-        response["semantic_message"] = CONSENT_MESSAGE.format(endpoint=settings.embedding.endpoint)
-    elif mode == "semantic" and not vector_hits and results:
-        response["semantic_message"] = KEYWORD_STAND_IN.format(status=state.status)
-    if not results:
-        response["message"] = "No matching messages in this project"
-    return response
+        keyword = keyword_hits(conn, plan, scope.session_ids, filters)
+        rank_keyword(keyword)
+        grouped = group_by_session(keyword, None, question.limit)
+    signals = result_signals(grouped, keyword, vector_hits, plan, units_cache)
+    model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
+    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, [assess(model, s) for s in signals])
+
+
+def explain(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question: Question,
+            semantic: SemanticService) -> Ranked | None:
+    """The ranking behind :func:`search` with its signals (``bench.fit_confidence`` fits
+    :mod:`.confidence` on them); None when the asker's scope holds no session."""
+    scope = compute_scope(conn, resolver, asker.identity, asker.session_id, everywhere=question.everywhere,
+                          branch=question.filters.branch)
+    if not scope.session_ids:
+        return None
+    return _rank(conn, scope, asker, question, semantic)
+
+
+#: How many conversational entries after a matched question its answer may come (a speaker
+#: often sends two lines before the other replies).
+REPLY_WINDOW = 3
+
+
+def _reply(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan) -> dict | None:
+    """The answer to a shown question: the first of the next :data:`REPLY_WINDOW`
+    user/assistant entries that comes from the other side, when the shown message asks."""
+    if hit.kind not in ("user", "assistant") or not is_question(hit.text):
+        return None
+    rows = conn.execute(
+        "SELECT e.message_id, e.kind, e.text, e.timestamp FROM entries e "
+        "JOIN entries shown ON shown.id = ? AND e.session_id = shown.session_id AND e.position > shown.position "
+        "WHERE e.kind IN ('user', 'assistant') AND e.message_id IS NOT shown.message_id "
+        "ORDER BY e.position LIMIT ?", (hit.entry_id, REPLY_WINDOW)).fetchall()
+    answer = next((r for r in rows if r["kind"] != hit.kind), None)
+    if answer is None:
+        return None
+    return {"message_id": answer["message_id"], "kind": answer["kind"], "snippet": make_snippet(answer["text"], plan),
+            "when": format_when(answer["timestamp"])}
 
 
 def _result(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan, scope: Scope, everywhere: bool,
@@ -117,6 +185,9 @@ def _result(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan, scope: Scope, e
         "score_source": hit.score_source,
         "when": format_when(hit.timestamp or (row["started_at"] if row else None)),
     }
+    reply = _reply(conn, hit, plan)
+    if reply:
+        result["reply"] = reply
     if everywhere:
         result["project"] = scope.identities[hit.session_id].as_dict()
     if chain_block:

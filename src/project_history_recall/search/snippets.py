@@ -43,6 +43,15 @@ def _patterns(plan: QueryPlan, lowered: bool) -> tuple[re.Pattern[str], ...]:
     return tuple(patterns)
 
 
+_QUESTION = re.compile(r"[?？]")
+
+
+def is_question(text: str) -> bool:
+    """Whether a message asks something (a question mark, ASCII or full-width): its answer is
+    the reply that follows."""
+    return bool(_QUESTION.search(text))
+
+
 def make_snippet(text: str, plan: QueryPlan, width: int = SNIPPET_CHARS) -> str:
     """The window of ``text`` that holds the most matched terms, terms marked ``**like this**``."""
     flat = " ".join(text.split())

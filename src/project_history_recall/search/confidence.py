@@ -1,0 +1,147 @@
+"""How sure a search result is (pure: no I/O): a calibrated score, a level, and "nothing here".
+
+Every result carries ``confidence`` (``"high"``, ``"medium"`` or ``"low"``) and
+``confidence_score``: the fitted probability that this result's session holds the answer
+(logistic regression on :class:`Signals`, standardised). When no result is above ``low``
+the search says so (``"no confident match in this project"``) and still lists them: a
+question whose session was never indexed (or belongs to another project) still finds the
+same people or the same repository talking about the same topic, and only these signals
+tell the two apart.
+
+Which table applies depends on what ran (:func:`model_for`): keyword and semantic
+candidates (``hybrid``), keyword only (``keyword`` mode, or hybrid without vectors) or
+semantic only (``semantic`` mode). The coefficients below were fitted on the TUNE splits of
+the real sets only (REALTALK conversations and SWE-agent trajectories, ``bench/REAL_SETS.md``)
+with the ``use-multilingual`` model, by::
+
+    python -m bench.fit_confidence bench/out/real/realtalk-tune.json bench/out/real/swe-small-tune.json
+
+which prints this table (its ``TABLES`` say which features and rows each table has, chosen
+on the tune sets). The hybrid and keyword tables are fitted on each query's first result
+(label: it is right), the semantic one on every returned result (label: its session is gold);
+one table scores every result, so a lower result's score reads "how likely a result with this
+evidence is the answer". ``low`` is the largest threshold under which fewer than 5 % of the
+tune queries whose first result is right would have every result flagged, on each tune set;
+``high`` the smallest above which at least 90 % of first results are right (pooled tune).
+Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default model changes.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import astuple, dataclass, fields
+
+HIGH, MEDIUM, LOW = "high", "medium", "low"
+
+
+@dataclass(frozen=True)
+class Signals:
+    """What the ranking knows about one result; every value is 0 when its source did not run.
+
+    ``coverage``: share of the query's units that the session's keyword entries match
+    together; ``keyword_per_unit``: the session's keyword score (BM25 with the coverage credit)
+    per query unit; ``keyword_share``: that score over the best session's; ``margin``: the
+    session's relative lead over the second keyword session when it is the best one, else 0
+    (a result that does not lead keyword has no lead); ``session_cosine``: the
+    session's best message cosine (the lowest candidate's when none of its messages is a
+    candidate); ``top_cosine``: the best cosine in scope; ``cosine_gap``: best minus median
+    candidate cosine (a flat list means nothing stands out); ``missing``: share of the query's
+    units that no keyword candidate in scope matches; ``query_units``: how many units the
+    query has."""
+
+    coverage: float = 0.0
+    keyword_per_unit: float = 0.0
+    keyword_share: float = 0.0
+    margin: float = 0.0
+    session_cosine: float = 0.0
+    top_cosine: float = 0.0
+    cosine_gap: float = 0.0
+    missing: float = 0.0
+    query_units: float = 0.0
+
+
+FEATURES = tuple(f.name for f in fields(Signals))
+
+
+@dataclass(frozen=True)
+class Model:
+    """A fitted logistic model: ``p = σ(bias + Σ weight · (x - mean) / std)`` over ``features``."""
+
+    features: tuple[str, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
+    weights: tuple[float, ...]
+    bias: float
+    low: float
+    high: float
+
+    def probability(self, signals: Signals) -> float:
+        values = dict(zip(FEATURES, astuple(signals), strict=True))
+        z = self.bias + sum(w * (values[name] - m) / s for name, m, s, w in
+                            zip(self.features, self.mean, self.std, self.weights, strict=True))
+        return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
+
+    def level(self, probability: float) -> str:
+        if probability < self.low:
+            return LOW
+        return HIGH if probability >= self.high else MEDIUM
+
+
+# fmt: off
+MODELS: dict[str, Model] = {
+    "hybrid": Model(
+        features=('coverage',
+                  'keyword_per_unit',
+                  'keyword_share',
+                  'margin',
+                  'session_cosine',
+                  'top_cosine',
+                  'cosine_gap',
+                  'missing'),
+        mean=(0.60042, 3.34528, 0.99404, 0.35821, 0.39162, 0.43205, 0.21805, 0.31694),
+        std=(0.27577, 2.37824, 0.07662, 0.27329, 0.14329, 0.12219, 0.08027, 0.24784),
+        weights=(0.1894, 0.5329, 0.2119, 0.7194, 1.1159, -0.6717, -0.0581, -0.5189),
+        bias=0.5598, low=0.2, high=0.729),
+    "keyword": Model(
+        features=('coverage',
+                  'keyword_per_unit',
+                  'keyword_share',
+                  'margin',
+                  'missing'),
+        mean=(0.60325, 3.36531, 1.0, 0.3604, 0.31288),
+        std=(0.27278, 2.37124, 0.001, 0.27263, 0.24291),
+        weights=(0.1021, 0.8229, 0.0, 0.7777, -0.6481),
+        bias=0.6303, low=0.2125, high=0.705),
+    "semantic": Model(
+        features=('session_cosine',
+                  'top_cosine',
+                  'cosine_gap'),
+        mean=(0.31812, 0.41606, 0.12846),
+        std=(0.10884, 0.11182, 0.06241),
+        weights=(1.8475, -1.5865, 0.5665),
+        bias=-2.1966, low=0.2, high=0.773),
+}
+# fmt: on
+
+
+def model_for(keyword_ran: bool, semantic_ran: bool) -> Model:
+    """The table for what ran: both, keyword only, or semantic only."""
+    if keyword_ran and semantic_ran:
+        return MODELS["hybrid"]
+    return MODELS["keyword"] if keyword_ran else MODELS["semantic"]
+
+
+@dataclass(frozen=True)
+class Assessment:
+    score: float
+    level: str
+
+
+def assess(model: Model, signals: Signals) -> Assessment:
+    p = model.probability(signals)
+    return Assessment(round(p, 3), model.level(p))
+
+
+def nothing_confident(assessments: list[Assessment]) -> bool:
+    """True when there are results and every one of them is ``low``."""
+    return bool(assessments) and all(a.level == LOW for a in assessments)

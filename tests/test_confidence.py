@@ -1,0 +1,92 @@
+"""Confidence, "no confident match" and the reply turn, through the real tool registry."""
+
+from __future__ import annotations
+
+import pytest
+
+from builders import History, dispatch, git_init, session_ids
+from project_history_recall.search.confidence import LOW, MODELS, Assessment, Signals, assess, nothing_confident
+
+pytestmark = pytest.mark.usefixtures("registered_plugin")
+
+
+def test_the_score_rises_with_the_evidence_and_levels_follow_the_thresholds() -> None:
+    model = MODELS["keyword"]
+    weak = Signals(coverage=0.2, keyword_per_unit=0.3, keyword_share=0.3, margin=0.0, missing=0.8, query_units=5)
+    strong = Signals(coverage=1.0, keyword_per_unit=6.0, keyword_share=1.0, margin=0.8, missing=0.0, query_units=5)
+    assert assess(model, weak).score < assess(model, strong).score
+    assert assess(model, weak).level == LOW and assess(model, strong).level == "high"
+    assert nothing_confident([assess(model, weak)]) and not nothing_confident([assess(model, weak),
+                                                                              assess(model, strong)])
+    assert not nothing_confident([])
+    assert all(0.0 < m.low <= m.high <= 1.0 for m in MODELS.values())
+    assert Assessment(0.5, LOW).level == LOW
+
+
+@pytest.fixture()
+def h(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("deploy", repo, "how do we roll back the heron deploy when the canary fails?",
+              "run heron rollback --to previous, then page the on-call in #heron-ops",
+              "thanks", title="Heron deploy")
+    h.session("lunch", repo, "the plan for friday is tacos", "sounds good, I will order them")
+    for n, what in enumerate(("the release plan", "the plan for the offsite", "what we decided about the logo",
+                              "the plan to move the office", "we decided to skip the retro")):
+        h.session(f"chat-{n}", repo, f"let us talk about {what}", "sure, later today")
+    h.session("timeouts", repo, "heron is slow today", "the heron client timeout retry budget is 3 attempts with "
+              "exponential backoff", "ok")
+    h.session("now", repo)
+    yield h
+    h.close()
+
+
+def search(query: str, **args):
+    return dispatch("project_history_search", {"query": query, "mode": "keyword", "limit": 10, **args},
+                    session_id="now")
+
+
+def test_a_clear_keyword_match_is_confident(h):
+    reply = search("heron client timeout retry budget")
+    assert session_ids(reply)[0] == "timeouts"
+    assert reply["results"][0]["confidence"] == "high"
+    assert 0.0 <= reply["results"][0]["confidence_score"] <= 1.0
+    assert "message" not in reply
+
+
+def test_a_topic_the_project_never_discussed_says_no_confident_match(h):
+    reply = search("what did we decide about the kafka consumer lag dashboard plan")
+    assert reply["results"], "the low-confidence results are still listed"
+    assert reply["message"] == "no confident match in this project"
+    assert {r["confidence"] for r in reply["results"]} == {"low"}
+
+
+def test_the_shown_message_is_the_answering_one_and_a_question_carries_its_reply(h):
+    reply = search("what do we do when the canary fails")
+    top = reply["results"][0]
+    assert top["session_id"] == "deploy"
+    assert "canary" in top["snippet"]
+    assert top["reply"]["kind"] == "assistant"
+    assert "--to previous" in top["reply"]["snippet"]
+    assert top["reply"]["message_id"] == top["message_id"] + 1
+    plain = search("exponential backoff attempts")["results"][0]
+    assert plain["session_id"] == "timeouts" and "reply" not in plain  # not a question: no reply
+
+
+def test_people_read_the_confidence_and_the_reply(h):
+    from project_history_recall.faces import humanize
+
+    text = humanize.search(search("what do we do when the canary fails"))
+    assert "high confidence" in text or "medium confidence" in text
+    assert "↳ reply (assistant): run" in text
+    vague = humanize.search(search("what did we decide about the kafka consumer lag dashboard plan"))
+    assert "no confident match in this project" in vague and "low confidence" in vague
+
+
+@pytest.mark.model
+def test_hybrid_is_confident_on_a_clear_match_and_not_on_an_unknown_topic(h):
+    clear = search("heron client timeout retry budget", mode="hybrid")
+    assert session_ids(clear)[0] == "timeouts" and clear["results"][0]["confidence"] == "high"
+    assert "message" not in clear
+    vague = search("what did we decide about the kafka consumer lag dashboard plan", mode="hybrid")
+    assert vague["results"] and vague["message"] == "no confident match in this project"
