@@ -35,6 +35,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from bench.fit_confidence import fit
+
 OUT = Path(__file__).resolve().parent / "out" / "fusion"
 SEM_TOP_K = 100  # semantic candidates recorded (the library's default top_k is 20: rules cut to it)
 LIB_TOP_K = 20
@@ -591,28 +593,15 @@ def conf_features(f: Features, order: list[str]) -> dict[str, float]:
 LOGIT_FEATURES = ("cov", "s1", "gap", "top_cos", "k1_per_unit", "margin", "missing")
 
 
-def fit_logistic(rows: list[dict], steps: int = 3000, lr: float = 0.1, l2: float = 1e-3):
-    """P(top result is a gold session) from the query's features: plain logistic regression
-    (standardised features, gradient descent), fitted on the tune rows."""
-    import numpy as np
-
-    x = np.array([[r[k] for k in LOGIT_FEATURES] for r in rows], dtype=float)
-    y = np.array([1.0 if (not r["negative"] and r["top_hit"]) else 0.0 for r in rows])
-    mu, sd = x.mean(0), x.std(0) + 1e-9
-    z = (x - mu) / sd
-    w = np.zeros(z.shape[1])
-    b = 0.0
-    for _ in range(steps):
-        p = 1 / (1 + np.exp(-(z @ w + b)))
-        g = p - y
-        w -= lr * (z.T @ g / len(y) + l2 * w)
-        b -= lr * g.mean()
-    return {"features": LOGIT_FEATURES, "mean": mu.tolist(), "std": sd.tolist(), "w": w.tolist(), "b": float(b)}
+def fit_logistic(rows: list[dict]) -> dict:
+    """P(top result is a gold session) from the query's features, fitted on the tune rows with
+    the same logistic regression as the shipped confidence model."""
+    return fit([(r, not r["negative"] and r["top_hit"]) for r in rows], LOGIT_FEATURES, steps=3000, lr=0.1)
 
 
 def logit_score(model: dict, row: dict) -> float:
     z = [(row[k] - m) / s for k, m, s in zip(model["features"], model["mean"], model["std"], strict=True)]
-    return 1 / (1 + math.exp(-(sum(a * b for a, b in zip(model["w"], z, strict=True)) + model["b"])))
+    return 1 / (1 + math.exp(-(sum(a * b for a, b in zip(model["weights"], z, strict=True)) + model["bias"])))
 
 
 def logit_threshold(model: dict, rows: list[dict], max_hit_flag: float = 0.05) -> float:
@@ -796,7 +785,7 @@ def print_report(r: dict) -> None:
             print(f"  {split:8s} {s}: {v}")
     c = r["confidence_logistic"]
     print(f"confidence (logistic P(top is right), low below {c['threshold']}):",
-          {k: round(v, 3) for k, v in zip(c["model"]["features"], c["model"]["w"], strict=True)})
+          {k: round(v, 3) for k, v in zip(c["model"]["features"], c["model"]["weights"], strict=True)})
     for split in ("tune", "heldout"):
         for s, v in c[split].items():
             print(f"  {split:8s} {s}: {v}")

@@ -29,6 +29,7 @@ from project_history_recall.sources.transcripts import (
     IdMaker,
     LineResult,
     SessionFacts,
+    agent_home,
     matching,
     text_parts,
     timestamp,
@@ -44,8 +45,7 @@ NOT_CONVERSATION = frozenset({"summary", "system", "file-history-snapshot", "que
 
 
 def default_root() -> Path:
-    base = os.environ.get("CLAUDE_CONFIG_DIR") or os.path.join(os.path.expanduser("~"), ".claude")
-    return Path(base) / "projects"
+    return agent_home("CLAUDE_CONFIG_DIR", ".claude", "projects")
 
 
 class ClaudeCodeFormat:

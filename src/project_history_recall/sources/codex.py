@@ -22,7 +22,6 @@ in force, so a change of cwd after messages starts a continuation session
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -32,6 +31,7 @@ from project_history_recall.sources.transcripts import (
     IdMaker,
     LineResult,
     SessionFacts,
+    agent_home,
     matching,
     text_parts,
     timestamp,
@@ -52,8 +52,7 @@ OUTPUTS = ("function_call_output", "custom_tool_call_output")
 
 
 def default_root() -> Path:
-    base = os.environ.get("CODEX_HOME") or os.path.join(os.path.expanduser("~"), ".codex")
-    return Path(base) / "sessions"
+    return agent_home("CODEX_HOME", ".codex", "sessions")
 
 
 class CodexFormat:

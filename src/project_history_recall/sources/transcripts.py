@@ -433,6 +433,13 @@ class TranscriptSource:
         return info
 
 
+def agent_home(env_var: str, dot_folder: str, *below: str) -> Path:
+    """An agent's history folder: ``$env_var`` when set (how each agent lets its user move it),
+    else ``~/dot_folder``; ``below`` is the part under it that holds the transcripts."""
+    base = os.environ.get(env_var) or os.path.join(os.path.expanduser("~"), dot_folder)
+    return Path(base, *below)
+
+
 def matching(root: str | Path, *pattern: str) -> Iterator[str]:
     """Paths under ``root`` whose parts match ``pattern`` one folder level each (``fnmatch``
     patterns), found with ``os.scandir``: no ``stat`` of the folders walked through."""
