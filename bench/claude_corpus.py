@@ -47,6 +47,16 @@ MARKER = "claude-corpus.json"
 GENERATOR_VERSION = 1
 
 
+def _median_ms(call, repeats: int = 5) -> float:
+    """Median wall time of ``call()`` over ``repeats`` runs, in milliseconds."""
+    samples = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        call()
+        samples.append(time.perf_counter() - started)
+    return round(statistics.median(samples) * 1000, 1)
+
+
 def _stamp(moment: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(moment)) + f".{int(moment * 1000) % 1000:03d}Z"
 
@@ -181,18 +191,8 @@ def measure(out: Path) -> dict:
     figures["peak_rss_mb"] = _rss_mb()
 
     source = recall.workspace.sources[1]
-    samples = []
-    for _ in range(5):
-        started = time.perf_counter()
-        source.change_marker()
-        samples.append(time.perf_counter() - started)
-    figures["stat_pass_ms_median"] = round(statistics.median(samples) * 1000, 1)
-    samples = []
-    for _ in range(5):
-        started = time.perf_counter()
-        recall.refresh()
-        samples.append(time.perf_counter() - started)
-    figures["refresh_nothing_changed_ms_median"] = round(statistics.median(samples) * 1000, 1)
+    figures["stat_pass_ms_median"] = _median_ms(source.change_marker)
+    figures["refresh_nothing_changed_ms_median"] = _median_ms(recall.refresh)
 
     largest = max(files, key=lambda f: f.stat().st_size)
     last = json.loads(largest.read_text(encoding="utf-8").splitlines()[-2])
