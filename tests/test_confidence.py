@@ -90,3 +90,29 @@ def test_hybrid_is_confident_on_a_clear_match_and_not_on_an_unknown_topic(h):
     assert "message" not in clear
     vague = search("what did we decide about the kafka consumer lag dashboard plan", mode="hybrid")
     assert vague["results"] and vague["message"] == "no confident match in this project"
+
+
+def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_path):
+    """Coverage stops tokenizing a session's entries once it has found every unit, so the
+    ``missing`` signal must not be read from what happened to be tokenized."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    history = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    history.session("split", repo, "the zephyrine cache was cold", "and the quorvex flag stayed on")
+    history.session("now", repo)
+    recall = history.recall()
+    recall.refresh()
+    conn = recall.fresh_reader()
+    try:
+        resolver = recall.workspace.resolver()
+        asker = recall.workspace.asker(conn, resolver, "now", None)
+        ranked = explain(conn, resolver, asker, Question("zephyrine quorvex", "keyword", 10, Filters(), False),
+                         recall.semantic)
+    finally:
+        conn.close()
+        history.close()
+    assert ranked is not None and [r.session_id for r in ranked.results] == ["split"]
+    assert ranked.signals[0].coverage == 1.0
+    assert ranked.signals[0].missing == 0.0

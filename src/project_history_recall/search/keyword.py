@@ -322,10 +322,13 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
     gap = top - statistics.median(cosines) if cosines else 0.0
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
-    # the units the strongest candidates match (group_by_session tokenized them); a lone unit is
-    # found when anything was
+    # the units the strongest candidates match (the sessions group_by_session credits for
+    # coverage; it stops looking in a session once it found every unit, so not all are cached);
+    # a lone unit is found when anything was
     if len(plan.units) > 1:
-        reachable = set().union(*(cache[h.entry_id] for h in scored if h.entry_id in cache))
+        leading = {h.session_id for h in sorted(scored, key=lambda h: -h.score)[:COVERAGE_HITS]}
+        reachable = set().union(*(_units(h, plan, cache) for h in scored
+                                  if h.keyword_rank is not None and h.session_id in leading))
     else:
         reachable = {u.label for u in plan.units} if keyword else set()
     missing = 1.0 - len(reachable) / units if plan.units else 0.0
