@@ -15,7 +15,6 @@ from project_history_recall.search.fusion import (
     SEMANTIC,
     Fused,
     best_per_group,
-    evidence,
     gated,
     keyword_gate,
     keyword_margin,
@@ -248,13 +247,3 @@ def test_gated_arguments_and_limit() -> None:
     with pytest.raises(ValueError):
         gated({"a": 1.0}, {}, pin=-1)
 
-
-def test_evidence_for_the_shown_message() -> None:
-    ev = evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, dense_weight=0.2)
-    assert ev["m2"] == pytest.approx(0.8)
-    assert ev["m1"] == pytest.approx(0.8 * 0.8 + 0.2)
-    assert ev["m3"] == pytest.approx(0.2 * 0.5)
-    assert max(ev, key=ev.__getitem__) == "m1"  # semantic support breaks a near-tie of keyword
-    assert evidence({"m": 0.0}, {}) == {"m": 0.0}
-    with pytest.raises(ValueError):
-        evidence({}, {}, dense_weight=-0.1)

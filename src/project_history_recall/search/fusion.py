@@ -238,21 +238,6 @@ def gated(
     return fused if limit is None else fused[:limit]
 
 
-def evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], dense_weight: float = 0.2) -> dict[K, float]:
-    """Per-message fused evidence for choosing the shown message of a session:
-    ``(1 - w) · bm25/max(bm25) + w · minmax(cos)`` over the whole candidate lists
-    (a source that misses a message gives 0)."""
-    if not 0.0 <= dense_weight <= 1.0:
-        raise ValueError("dense_weight must be between 0 and 1")
-    kw = normalize_by_max(keyword)
-    top = max(_finite(keyword).values(), default=0.0)
-    if top <= 0:
-        kw = dict.fromkeys(kw, 0.0)
-    sem = normalize_scores(semantic, "minmax")
-    return {key: (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
-            for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
-
-
 def best_per_group(hits: Iterable[tuple[K, float]], group: Callable[[K], G]) -> dict[G, float]:
     """Max score per group, e.g. chunk hits ``((session, message, chunk), cos)`` → per message."""
     best: dict[G, float] = {}

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import is_damage
 from project_history_recall.search.confidence import Signals
-from project_history_recall.search.fusion import evidence, gated, keyword_margin, ranking
+from project_history_recall.search.fusion import gated, keyword_margin, ranking
+from project_history_recall.search.message_choice import message_evidence
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit, units_in_text
 
@@ -39,8 +40,6 @@ GATE_COVERAGE = 0.67
 GATE_PIN = 2
 #: Semantic candidates (messages) that hybrid fuses, whatever ``embedding.top_k`` says.
 HYBRID_SEMANTIC_K = 100
-#: The shown message: 0.8 · bm25 / best bm25 + 0.2 · min-max cosine, within the session.
-MESSAGE_DENSE_WEIGHT = 0.2
 
 
 #: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
@@ -264,7 +263,7 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
     (no coverage). A confident keyword answer (:data:`GATE_MARGIN` lead or
     :data:`GATE_COVERAGE` of the query's units) keeps keyword's first
     :data:`GATE_PIN` sessions on top. Each session shows the message with the best
-    fused evidence (:func:`~.fusion.evidence`), a real message before a title."""
+    evidence (:func:`~.message_choice.message_evidence`), a real message before a title."""
     for hit in keyword:
         hit.score = hit.keyword_score
     for hit in semantic:
@@ -291,10 +290,16 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
             faces[key].semantic_score, faces[key].semantic_rank = hit.semantic_score, hit.semantic_rank
         else:
             faces[key] = hit
-    support = evidence(kw_messages, sem_messages, MESSAGE_DENSE_WEIGHT)
     by_session: dict[str, list[tuple[tuple[str, int | str], Hit]]] = defaultdict(list)
     for key, hit in faces.items():
         by_session[key[0]].append((key, hit))
+    # the messages of the sessions shown: only they need their own coverage of the query
+    shown_faces = [kh for item in order for kh in by_session[item.key]]
+    units = max(1, len(plan.units))
+    coverage_of = {key: len(_units(hit, plan, units_cache)) / units for key, hit in shown_faces
+                   if hit.keyword_rank is not None}
+    support = message_evidence(kw_messages, sem_messages, coverage_of,
+                               {key: len(hit.text) for key, hit in shown_faces})
     results = []
     for item in order:
         candidates = sorted(by_session[item.key], key=lambda kh: (-support.get(kh[0], 0.0), str(kh[0][1])))

@@ -1,0 +1,50 @@
+"""Which message a hybrid result shows (pure: no I/O).
+
+A result is a session; the message it shows should be the one that answers (issue 14,
+item 4). Among the session's candidate messages (its keyword and semantic hits) the
+shown one has the best evidence::
+
+    bm25 / max bm25  +  DENSE · minmax(cos)  +  COVERAGE · units / query units  +  LENGTH · log1p(min(chars, CAP)) / 6
+
+BM25 and cosine are normalised over the query's whole candidate lists (a source that
+misses a message gives 0), ``units`` are the query units the message matches itself.
+The length term is there because BM25's length normalisation favours the shortest line
+that repeats a query word ("skiing?", "Hey Kate!"), while the line that answers usually
+says more; the cap keeps a 30,000-character tool output from winning on length alone.
+The weights were chosen on the REALTALK tune split (``bench/REAL_SETS.md``, "Shown
+message, 2026-12-04 evening"); held-out figures are in ``docs/benchmarks.md``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Hashable, Mapping
+from typing import TypeVar
+
+from project_history_recall.search.fusion import normalize_by_max, normalize_scores
+
+K = TypeVar("K", bound=Hashable)
+
+DENSE = 0.25
+COVERAGE = 0.25
+LENGTH = 1.5
+#: Characters beyond which a message's length stops counting.
+LENGTH_CAP = 1000
+
+
+def length_prior(chars: int) -> float:
+    """``log1p(min(chars, cap)) / 6``: about 0.5 for a 20-character line, 1.15 at the cap."""
+    return math.log1p(min(max(chars, 0), LENGTH_CAP)) / 6.0
+
+
+def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], coverage: Mapping[K, float],
+                     chars: Mapping[K, int]) -> dict[K, float]:
+    """Evidence per candidate message (see the module doc): ``keyword`` BM25 (higher is
+    better), ``semantic`` cosines, ``coverage`` the share of the query's units each message
+    matches, ``chars`` each message's length. Keys are those of ``keyword`` and ``semantic``."""
+    kw = normalize_by_max(keyword)
+    if max(keyword.values(), default=0.0) <= 0:
+        kw = dict.fromkeys(kw, 0.0)
+    sem = normalize_scores(semantic, "minmax")
+    return {key: kw.get(key, 0.0) + DENSE * sem.get(key, 0.0) + COVERAGE * coverage.get(key, 0.0)
+            + LENGTH * length_prior(chars.get(key, 0)) for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
