@@ -28,12 +28,13 @@ from project_history_recall.search.keyword import (
 from project_history_recall.search.scope import Filters, Scope, compute_scope
 from project_history_recall.search.semantic import semantic_hits
 from project_history_recall.search.snippets import is_question, make_snippet
+from project_history_recall.search.temporal import WINDOW_POOL, prefer_window, vouch
 from project_history_recall.services.code_history import chain_summary
 from project_history_recall.services.semantic import SemanticService, SemanticState
 from project_history_recall.services.workspace import Asker
 from project_history_recall.sources import agent_of
 from project_history_recall.tokenizer import QueryPlan, plan_query
-from project_history_recall.when import format_when
+from project_history_recall.when import format_when, query_window
 
 MODES = ("hybrid", "keyword", "semantic")
 NO_OTHER_SESSIONS = "No other sessions in this project"
@@ -120,22 +121,38 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
     units_cache: dict[int, set[str]] = {}
+    window = query_window(question.text, _asked_at(conn, asker.session_id))
+    pool = max(question.limit, WINDOW_POOL) if window else question.limit
     if mode == "hybrid":
-        grouped = hybrid_sessions(keyword, vector_hits, plan, question.limit, units_cache)
+        grouped = hybrid_sessions(keyword, vector_hits, plan, pool, units_cache)
     elif mode == "keyword":
-        grouped = group_by_session(keyword, plan, question.limit, units_cache)
+        grouped = group_by_session(keyword, plan, pool, units_cache)
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
-        grouped = group_by_session(vector_hits, None, question.limit)
+        grouped = group_by_session(vector_hits, None, pool)
     else:  # semantic, no vectors yet in scope (partial, indexing, unavailable): the keyword
         # results stand in, and semantic_status says why.
         keyword = keyword_hits(conn, plan, scope.session_ids, filters)
         rank_keyword(keyword)
-        grouped = group_by_session(keyword, None, question.limit)
+        grouped = group_by_session(keyword, None, pool)
+    grouped = prefer_window(grouped, window, question.limit)
     signals = result_signals(grouped, keyword, vector_hits, plan, units_cache)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
-    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, [assess(model, s) for s in signals])
+    assessments = vouch([assess(model, s) for s in signals], grouped, window)
+    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments)
+
+
+def _asked_at(conn: sqlite3.Connection, session_id: str | None) -> float | None:
+    """When the question is asked: the asking session's last message (its start when it has
+    none yet); None for an asker the index does not know."""
+    if session_id is None:
+        return None
+    row = conn.execute("SELECT max(timestamp) FROM entries WHERE session_id = ?", (session_id,)).fetchone()
+    if row and row[0]:
+        return float(row[0])
+    row = conn.execute("SELECT started_at FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    return float(row[0]) if row and row[0] else None
 
 
 def explain(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question: Question,
