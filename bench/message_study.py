@@ -1,0 +1,177 @@
+"""Offline study of the shown message (issue 14, item 4): which message of a result's session to show.
+
+::
+
+    python -m bench.message_study collect bench/out/real/realtalk-tune.json bench/out/message/realtalk-tune.json
+    python -m bench.message_study collect bench/out/real/realtalk-heldout.json bench/out/message/realtalk-heldout.json
+    python -m bench.message_study study bench/out/message/realtalk-tune.json bench/out/message/realtalk-heldout.json
+
+``collect`` builds the set's home as ``bench.eval_retrieval`` does, ranks every positive query in
+hybrid through the library (``search.service.explain``, limit 10) and records, for the first five
+sessions, every user/assistant candidate message (a keyword hit or one of the semantic
+candidates) with its BM25, cosine, matched query units, length and whether it is gold.
+``study`` scores rules over those candidates: the library's old rule (0.8 · bm25/max + 0.2 ·
+min-max cosine), a grid over ``bm25/max + a·cos + b·coverage + c·length prior`` ranked on the
+FIRST file (tune) and reported on the second, and, for the library's rule, what the message hit@5
+would be under other definitions (two or three messages shown per result; the best five
+messages across the first five results) — figures for a decision, not what the harness counts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import math
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from .eval_retrieval import Runner
+from .evalset import EvalSet, build_home
+
+TOP = 5
+
+
+def collect(path: Path, out: Path) -> int:
+    from project_history_recall.index.indexer import searchable_text
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+    from project_history_recall.tokenizer import units_in_text
+
+    evalset = EvalSet.load(path)
+    queries = []
+    with tempfile.TemporaryDirectory(prefix="phr-msg-") as tmp:
+        built = build_home(evalset, Path(tmp) / "hermes")
+        runner = Runner(built, baseline_scoped=False, semantic=True)
+        conn = runner.recall.fresh_reader()
+        try:
+            resolver = runner.recall.workspace.resolver()
+            for q in evalset.queries:
+                if q.negative:
+                    continue
+                asker = runner.recall.workspace.asker(conn, resolver, q.current_session, None)
+                ranked = explain(conn, resolver, asker, Question(q.query, "hybrid", 10, Filters(), False),
+                                 runner.recall.semantic)
+                if ranked is None:
+                    continue
+                gold = {(sid, built.message_ids[sid][i]) for sid, i in q.gold_messages or ()}
+                kw: dict[int, float] = {}
+                for h in ranked.keyword:
+                    kw[h.message_id] = max(kw.get(h.message_id, 0.0), h.keyword_score)
+                cos = {h.message_id: h.semantic_score for h in ranked.vector_hits}
+                sessions = []
+                for r in ranked.results[:TOP]:
+                    rows = conn.execute("SELECT message_id, kind, text FROM entries WHERE session_id = ? AND kind IN "
+                                        "('user', 'assistant') ORDER BY position", (r.session_id,)).fetchall()
+                    sessions.append({"shown": r.best.message_id, "messages": [
+                        {"gold": (r.session_id, row["message_id"]) in gold, "kw": kw.get(row["message_id"], 0.0),
+                         "cos": cos.get(row["message_id"]), "chars": len(row["text"]), "question": "?" in row["text"],
+                         "units": len(units_in_text(ranked.plan.units, searchable_text(row["kind"], row["text"])))}
+                        for row in rows if row["message_id"] in kw or row["message_id"] in cos]})
+                queries.append({"id": q.id, "units": len(ranked.plan.units), "max_kw": max(kw.values(), default=0.0),
+                                "cos_range": [min(cos.values(), default=0.0), max(cos.values(), default=1.0)],
+                                "sessions": sessions})
+        finally:
+            conn.close()
+            runner.close()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"set": evalset.name, "queries": queries}), encoding="utf-8")
+    return len(queries)
+
+
+Features = tuple[float, float, float, float]
+
+
+def features(query: dict, m: dict) -> Features:
+    low, high = query["cos_range"]
+    kw = m["kw"] / query["max_kw"] if query["max_kw"] > 0 else 0.0
+    cos = (m["cos"] - low) / (high - low) if m["cos"] is not None and high > low else (1.0 if m["cos"] else 0.0)
+    coverage = m["units"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
+    return kw, cos, coverage, math.log1p(min(m["chars"], 1000)) / 6.0
+
+
+Rule = Callable[[Features], float]
+
+
+def scored(query: dict, rule: Rule) -> list[list[tuple[float, dict]]]:
+    return [sorted(((rule(features(query, m)), m) for m in s["messages"]), key=lambda t: -t[0])
+            for s in query["sessions"]]
+
+
+def hit5(queries: list[dict], rule: Rule, per_session: int = 1) -> float:
+    """Share of queries where one of the first ``per_session`` messages of one of the first five sessions is gold."""
+    hits = 0
+    for q in queries:
+        for s in scored(q, rule):
+            if any(m["gold"] for _, m in s[:per_session]):
+                hits += 1
+                break
+    return round(hits / len(queries), 3) if queries else 0.0
+
+
+def across(queries: list[dict], rule: Rule, n: int = 5) -> float:
+    """Best ``n`` candidate messages across the first five sessions, by the rule's score."""
+    hits = 0
+    for q in queries:
+        pooled = sorted((t for s in scored(q, rule) for t in s), key=lambda t: -t[0])
+        hits += any(m["gold"] for _, m in pooled[:n])
+    return round(hits / len(queries), 3) if queries else 0.0
+
+
+def ceiling(queries: list[dict]) -> float:
+    return round(sum(any(m["gold"] for s in q["sessions"] for m in s["messages"]) for q in queries)
+                 / max(1, len(queries)), 3)
+
+
+def study(tune_path: Path, heldout_path: Path) -> None:
+    tune = json.loads(tune_path.read_text(encoding="utf-8"))["queries"]
+    held = json.loads(heldout_path.read_text(encoding="utf-8"))["queries"]
+
+    def old(f: Features) -> float:
+        return 0.8 * f[0] + 0.2 * f[1]
+
+    print(f"ceiling (a gold message among the candidates of the first five sessions): tune {ceiling(tune)}, "
+          f"held-out {ceiling(held)}")
+    print(f"old rule 0.8 kw + 0.2 cos: tune {hit5(tune, old)}, held-out {hit5(held, old)}")
+    grid = []
+    for a, b, c in itertools.product((0.1, 0.25, 0.5, 0.75), (0.0, 0.25, 0.5, 0.75), (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)):
+        def rule(f: Features, a: float = a, b: float = b, c: float = c) -> float:
+            return f[0] + a * f[1] + b * f[2] + c * f[3]
+        grid.append((hit5(tune, rule), -c, a, b, rule))
+    grid.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    print("best on tune (kw + a·cos + b·coverage + c·length), ties to the smaller length weight:")
+    for score, neg_c, a, b, rule in grid[:8]:
+        print(f"  a={a} b={b} c={-neg_c}: tune {score}, held-out {hit5(held, rule)}")
+    from project_history_recall.search.message_choice import COVERAGE, DENSE, LENGTH
+
+    def chosen(f: Features) -> float:
+        return f[0] + DENSE * f[1] + COVERAGE * f[2] + LENGTH * f[3]
+
+    print(f"the library's rule (search/message_choice.py: a={DENSE} b={COVERAGE} c={LENGTH}): "
+          f"tune {hit5(tune, chosen)}, held-out {hit5(held, chosen)}")
+    for name, queries in (("tune", tune), ("held-out", held)):
+        print(f"library rule, {name}: 1 message a result {hit5(queries, chosen)}, 2 {hit5(queries, chosen, 2)}, "
+              f"3 {hit5(queries, chosen, 3)}; best 5 across the first five results {across(queries, chosen)}, "
+              f"best 10 {across(queries, chosen, 10)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.message_study", description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("set", type=Path)
+    c.add_argument("out", type=Path)
+    s = sub.add_parser("study")
+    s.add_argument("tune", type=Path)
+    s.add_argument("heldout", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "collect":
+        print(f"{collect(args.set, args.out)} queries → {args.out}")
+    else:
+        study(args.tune, args.heldout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
