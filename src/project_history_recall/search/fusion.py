@@ -1,6 +1,6 @@
 """Fuse keyword and semantic result lists (pure: no I/O).
 
-Three methods, all deterministic (equal scores are ordered by key):
+Deterministic (equal scores are ordered by key):
 
 * :func:`gated` — keyword-gated score fusion, the default for ``mode=hybrid``
   (issue 14, chosen on the real sets' tune splits: ``bench/REAL_SETS.md``).
@@ -12,34 +12,26 @@ Three methods, all deterministic (equal scores are ordered by key):
   order and the rest follow in fused order; otherwise the whole list is in fused
   order. A confident keyword answer can therefore never be reordered.
 
-* :func:`rrf` — Reciprocal Rank Fusion. ``score(d) = Σ_i w_i / (k + rank_i(d))``
-  over the rankings that contain ``d`` (ranks start at 1, ``k = 60``). Only
-  ranks matter, so BM25 and cosine scales never have to be reconciled. This is
-  the default for ``mode=hybrid``.
-* :func:`weighted` — a convex combination of per-source normalised scores:
-  ``(1 - dense_weight) · kw(d) + dense_weight · sem(d)``, a source that did not
-  return ``d`` contributing 0. Normalisation is ``"minmax"`` (scores mapped to
-  [0, 1] within each list; a list whose scores are all equal maps to 1) or
-  ``"rank"`` (``1 - (rank - 1) / n``, insensitive to outliers). Scores must be
-  *higher is better* — pass ``-bm25()`` for SQLite FTS5. Non-finite scores are
-  ignored.
+* :func:`normalize_minmax` and :func:`normalize_by_max` — per-list normalisations
+  (scores must be *higher is better*: pass ``-bm25()`` for SQLite FTS5; non-finite
+  scores are ignored).
+
+Rank fusion (RRF) and plain convex fusion were the earlier defaults; the real sets showed
+that both reorder confident keyword answers (issue 14, ``bench/REAL_SETS.md``), so they
+are gone; ``bench/fusion_study.py`` keeps its own copies of the rules it compares.
 
 Every result is a :class:`Fused` ``(key, score, score_source, ranks)`` where
 ``score_source`` is ``"keyword"``, ``"semantic"`` or ``"both"`` and ``ranks``
 holds the 1-based rank in each input (``None`` when absent).
-
-:func:`best_per_group` folds chunk hits into message hits (max score wins), as
-the semantic path needs before fusing at message level.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
-from typing import Generic, Literal, NamedTuple, TypeVar
+from collections.abc import Hashable, Mapping, Sequence
+from typing import Generic, NamedTuple, TypeVar
 
 K = TypeVar("K", bound=Hashable)
-G = TypeVar("G", bound=Hashable)
 
 KEYWORD = "keyword"
 SEMANTIC = "semantic"
@@ -70,60 +62,6 @@ def _source(ranks: Sequence[int | None], names: Sequence[str]) -> str:
     return "+".join(present)
 
 
-def _dedupe(ranking: Iterable[K]) -> dict[K, int]:
-    ranks: dict[K, int] = {}
-    for key in ranking:
-        if key not in ranks:
-            ranks[key] = len(ranks) + 1
-    return ranks
-
-
-def rrf(
-    rankings: Sequence[Sequence[K]],
-    k: float = 60,
-    weights: Sequence[float] | None = None,
-    *,
-    names: Sequence[str] | None = None,
-    limit: int | None = None,
-) -> list[Fused[K]]:
-    """Reciprocal Rank Fusion of best-first rankings.
-
-    A key repeated inside one ranking keeps its first (best) rank. ``names``
-    label the rankings for ``score_source`` (default ``("keyword", "semantic")``
-    for two rankings, ``"r0"``, ``"r1"``… otherwise); a key found by two named
-    rankings is ``"both"``, by more it is the names joined with ``+``.
-    """
-    if k <= 0 or not math.isfinite(k):
-        raise ValueError("k must be a positive number")
-    if weights is None:
-        weights = [1.0] * len(rankings)
-    if len(weights) != len(rankings):
-        raise ValueError("weights and rankings must have the same length")
-    if any(w < 0 or not math.isfinite(w) for w in weights):
-        raise ValueError("weights must be finite and non-negative")
-    if names is None:
-        names = DEFAULT_NAMES if len(rankings) == 2 else tuple(f"r{i}" for i in range(len(rankings)))
-    if len(names) != len(rankings):
-        raise ValueError("names and rankings must have the same length")
-    per_list = [_dedupe(ranking) for ranking in rankings]
-    keys: dict[K, None] = {}
-    for ranks in per_list:
-        keys.update(dict.fromkeys(ranks))
-    out: list[Fused[K]] = []
-    for key in keys:
-        key_ranks = tuple(ranks.get(key) for ranks in per_list)
-        score = 0.0
-        for weight, rank in zip(weights, key_ranks, strict=True):
-            if rank is not None:
-                score += weight / (k + rank)
-        out.append(Fused(key, score, _source(key_ranks, names), key_ranks))
-    result = _sorted(out)
-    return result if limit is None else result[:limit]
-
-
-Normalization = Literal["minmax", "rank"]
-
-
 def _finite(scores: Mapping[K, float]) -> dict[K, float]:
     return {key: float(v) for key, v in scores.items() if isinstance(v, int | float) and math.isfinite(v)}
 
@@ -133,16 +71,12 @@ def _ranks_by_score(scores: Mapping[K, float]) -> dict[K, int]:
     return {f.key: i + 1 for i, f in enumerate(_sorted(items))}
 
 
-def normalize_scores(scores: Mapping[K, float], method: Normalization = "minmax") -> dict[K, float]:
-    """Scores mapped into [0, 1], higher is better (non-finite scores dropped)."""
+def normalize_minmax(scores: Mapping[K, float]) -> dict[K, float]:
+    """Scores mapped into [0, 1] within the list, higher is better (non-finite scores dropped;
+    a list whose scores are all equal maps to 1)."""
     clean = _finite(scores)
     if not clean:
         return {}
-    if method == "rank":
-        n = len(clean)
-        return {key: 1.0 - (rank - 1) / n for key, rank in _ranks_by_score(clean).items()}
-    if method != "minmax":
-        raise ValueError("normalization must be 'minmax' or 'rank'")
     low, high = min(clean.values()), max(clean.values())
     span = high - low
     if span <= 0 or not math.isfinite(span):
@@ -160,23 +94,6 @@ def _convex(kw: Mapping[K, float], sem: Mapping[K, float], kw_raw: Mapping[K, fl
         score = (1.0 - dense_weight) * kw.get(key, 0.0) + dense_weight * sem.get(key, 0.0)
         out.append(Fused(key, score, _source(ranks, DEFAULT_NAMES), ranks))
     return _sorted(out)
-
-
-def weighted(
-    keyword: Mapping[K, float],
-    semantic: Mapping[K, float],
-    dense_weight: float = 0.4,
-    *,
-    normalization: Normalization = "minmax",
-    limit: int | None = None,
-) -> list[Fused[K]]:
-    """Weighted fusion of normalised keyword and semantic scores (see the module doc)."""
-    if not 0.0 <= dense_weight <= 1.0:
-        raise ValueError("dense_weight must be between 0 and 1")
-    kw = normalize_scores(keyword, normalization)
-    sem = normalize_scores(semantic, normalization)
-    result = _convex(kw, sem, _finite(keyword), _finite(semantic), dense_weight)
-    return result if limit is None else result[:limit]
 
 
 def normalize_by_max(scores: Mapping[K, float]) -> dict[K, float]:
@@ -238,18 +155,6 @@ def gated(
     return fused if limit is None else fused[:limit]
 
 
-def best_per_group(hits: Iterable[tuple[K, float]], group: Callable[[K], G]) -> dict[G, float]:
-    """Max score per group, e.g. chunk hits ``((session, message, chunk), cos)`` → per message."""
-    best: dict[G, float] = {}
-    for key, score in hits:
-        if not math.isfinite(score):
-            continue
-        g = group(key)
-        if g not in best or score > best[g]:
-            best[g] = score
-    return best
-
-
 def ranking(scores: Mapping[K, float]) -> list[K]:
-    """Keys best-first (ties by key): turns a score map into an input for :func:`rrf`."""
+    """Keys best-first (ties by key)."""
     return [key for key, _ in sorted(_ranks_by_score(_finite(scores)).items(), key=lambda kv: kv[1])]

@@ -21,7 +21,7 @@ import math
 from collections.abc import Hashable, Mapping
 from typing import TypeVar
 
-from project_history_recall.search.fusion import normalize_by_max, normalize_scores
+from project_history_recall.search.fusion import normalize_by_max, normalize_minmax
 
 K = TypeVar("K", bound=Hashable)
 
@@ -45,6 +45,6 @@ def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], co
     kw = normalize_by_max(keyword)
     if max(keyword.values(), default=0.0) <= 0:
         kw = dict.fromkeys(kw, 0.0)
-    sem = normalize_scores(semantic, "minmax")
+    sem = normalize_minmax(semantic)
     return {key: kw.get(key, 0.0) + DENSE * sem.get(key, 0.0) + COVERAGE * coverage.get(key, 0.0)
             + LENGTH * length_prior(chars.get(key, 0)) for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
