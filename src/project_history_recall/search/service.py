@@ -22,6 +22,7 @@ from project_history_recall.search.keyword import (
     group_by_session,
     hybrid_sessions,
     keyword_hits,
+    keyword_sessions,
     rank_keyword,
     result_signals,
 )
@@ -119,21 +120,22 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
                                         scope.session_ids, filters, top_k)
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
-    units_cache: dict[int, set[str]] = {}
+    if mode == "semantic" and not vector_hits:  # no vectors yet in scope (partial, indexing,
+        # unavailable): the keyword results stand in, and semantic_status says why.
+        keyword = keyword_hits(conn, plan, scope.session_ids, filters)
+        rank_keyword(keyword)
+    sessions = keyword_sessions(keyword, plan)
     if mode == "hybrid":
-        grouped = hybrid_sessions(keyword, vector_hits, plan, question.limit, units_cache)
+        grouped = hybrid_sessions(sessions, vector_hits, question.limit)
     elif mode == "keyword":
-        grouped = group_by_session(keyword, plan, question.limit, units_cache)
+        grouped = sessions.results[: question.limit]
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
         grouped = group_by_session(vector_hits, None, question.limit)
-    else:  # semantic, no vectors yet in scope (partial, indexing, unavailable): the keyword
-        # results stand in, and semantic_status says why.
-        keyword = keyword_hits(conn, plan, scope.session_ids, filters)
-        rank_keyword(keyword)
+    else:
         grouped = group_by_session(keyword, None, question.limit)
-    signals = result_signals(grouped, keyword, vector_hits, plan, units_cache)
+    signals = result_signals(grouped, sessions, vector_hits, plan)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, [assess(model, s) for s in signals])
 
