@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from project_history_recall.index.indexer import searchable_text
-from project_history_recall.index.store import is_damage
+from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import evidence, gated, keyword_margin, ranking
 from project_history_recall.search.scope import Filters
@@ -111,12 +111,14 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
     hits: list[Hit] = []
     if plan.units:
         # Ranked on (id, rank) alone, the text read for the winners only: sorting thousands of
-        # matches with their text (up to 32,000 characters each) was a fifth of the query.
+        # matches with their text (up to 32,000 characters each) was a fifth of the query. Each
+        # match's session comes from the covering (id, session_id) index, not the wide rows
+        # (``+`` keeps SQLite from turning the scope into one index seek per session).
         sql = (
             "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, ranked.rank FROM ("
             "SELECT entries_fts.rowid AS id, bm25(entries_fts) AS rank "
-            "FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
-            "WHERE entries_fts MATCH ? AND e.session_id IN (SELECT value FROM json_each(?))"
+            f"FROM entries_fts JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = entries_fts.rowid "
+            "WHERE entries_fts MATCH ? AND +e.session_id IN (SELECT value FROM json_each(?))"
             f"{extra} ORDER BY rank LIMIT ?) ranked JOIN entries e ON e.id = ranked.id ORDER BY ranked.rank"
         )
         try:
