@@ -4,6 +4,8 @@ lowered here so that a small history behaves like a large one."""
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from builders import History, dispatch, git_init, session_ids
@@ -49,3 +51,18 @@ def test_a_word_in_no_tier_of_this_project_finds_nothing(h, monkeypatch):
     monkeypatch.setattr(search_module, "RANKING_BUDGET", 5)
     assert session_ids(search("gizmo kestrel")) == ["target"]
     assert session_ids(search("gizmo zebra")) == []
+
+
+def _ranked(response: dict) -> list[tuple]:
+    return [(r["session_id"], r["message_id"], r["snippet"], r["confidence_score"]) for r in response["results"]]
+
+
+def test_an_index_of_the_previous_schema_is_migrated_and_ranks_the_same(h):
+    """Schema V10's (id, session_id) index carries the BM25 query's scope check; an index
+    written before it gains it on the next search and answers exactly as a new one."""
+    before = _ranked(search("kestrel deploy"))
+    conn = sqlite3.connect(h.root / "plugins" / "project-history-recall" / "index.db")
+    conn.execute("DROP INDEX entries_id_session")
+    conn.execute("PRAGMA user_version = 9")
+    conn.close()
+    assert _ranked(search("kestrel deploy")) == before

@@ -245,8 +245,9 @@ def matched_units(plan: QueryPlan, tokens: list[str]) -> list[Unit]:
 
 
 #: ASCII whitespace that str.split() honours but the scan below does not look for: a text
-#: holding any of it takes the full tokenization.
-_RARE_SPACE = re.compile("[\x0b\x0c\x1c-\x1f]")
+#: holding any of it takes the full tokenization. Looked for one character at a time (``in``):
+#: a character-class regex scans about 50 times slower, and search asks this of every candidate.
+_RARE_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f"
 #: Occurrences of a unit's first token a text may hold before it is tokenized whole instead.
 _MAX_PROBES = 32
 
@@ -261,7 +262,7 @@ def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
     substring: only the words from there on are tokenized (the word holding the occurrence, from
     its whitespace on, and as many tokens after it as the unit has). Exact; other text (non-ASCII,
     where case folding and NFKC move characters) is tokenized whole."""
-    if not text.isascii() or _RARE_SPACE.search(text):
+    if not text.isascii() or any(space in text for space in _RARE_SPACES):
         return matched_units(QueryPlan(units), index_tokens(text))
     lowered = text.lower()
     whole: list[str] | None = None

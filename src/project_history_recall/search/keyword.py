@@ -17,7 +17,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 from project_history_recall.index.indexer import searchable_text
-from project_history_recall.index.store import is_damage
+from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
 from project_history_recall.search.message_choice import message_evidence
@@ -110,12 +110,14 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
     hits: list[Hit] = []
     if plan.units:
         # Ranked on (id, rank) alone, the text read for the winners only: sorting thousands of
-        # matches with their text (up to 32,000 characters each) was a fifth of the query.
+        # matches with their text (up to 32,000 characters each) was a fifth of the query. Each
+        # match's session comes from the covering (id, session_id) index, not the wide rows
+        # (``+`` keeps SQLite from turning the scope into one index seek per session).
         sql = (
             "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, ranked.rank FROM ("
             "SELECT entries_fts.rowid AS id, bm25(entries_fts) AS rank "
-            "FROM entries_fts JOIN entries e ON e.id = entries_fts.rowid "
-            "WHERE entries_fts MATCH ? AND e.session_id IN (SELECT value FROM json_each(?))"
+            f"FROM entries_fts JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = entries_fts.rowid "
+            "WHERE entries_fts MATCH ? AND +e.session_id IN (SELECT value FROM json_each(?))"
             f"{extra} ORDER BY rank LIMIT ?) ranked JOIN entries e ON e.id = ranked.id ORDER BY ranked.rank"
         )
         try:
@@ -191,20 +193,59 @@ def rank_keyword(hits: list[Hit]) -> None:
         hit.score = hit.keyword_score
 
 
-def _units(hit: Hit, plan: QueryPlan, cache: dict[int, set[str]] | None, known: set[str] | None = None) -> set[str]:
-    """The query units an entry matches (``cache`` keeps them per entry); with ``known``, only
-    those of the others it matches (a session's coverage needs each unit once, not per entry)."""
-    if cache is not None and hit.entry_id in cache:
-        return cache[hit.entry_id]
+def _units(hit: Hit, plan: QueryPlan, known: set[str] | None = None) -> set[str]:
+    """The query units an entry matches; with ``known``, only those of the others it matches
+    (a session's coverage needs each unit once, not per entry)."""
     units = plan.units if not known else tuple(u for u in plan.units if u.label not in known)
-    found = {u.label for u in units_in_text(units, searchable_text(hit.kind, hit.text))}
-    if cache is not None and len(units) == len(plan.units):
-        cache[hit.entry_id] = found
+    return {u.label for u in units_in_text(units, searchable_text(hit.kind, hit.text))}
+
+
+@dataclass
+class KeywordSessions:
+    """Keyword hits grouped by session (:func:`keyword_sessions`), with the units the grouping
+    found on the way: fusion and confidence read them here instead of tokenizing the hits again
+    (re-tokenizing candidates is a search's largest cost)."""
+
+    hits: list[Hit]
+    plan: QueryPlan | None
+    #: every session, best first
+    results: list[SessionResult]
+    #: the query units each leading session's keyword entries match, together (the sessions of
+    #: the :data:`COVERAGE_HITS` strongest hits, when the query has more than one unit)
+    found: dict[str, set[str]]
+
+    @property
+    def scores(self) -> dict[str, float]:
+        return {r.session_id: r.score for r in self.results}
+
+    def reachable(self) -> set[str]:
+        """The units the strongest candidates match (the leading sessions'); a lone unit is
+        reachable when anything was found."""
+        if self.plan is not None and len(self.plan.units) == 1:
+            return {self.plan.units[0].label} if self.hits else set()
+        return set().union(*self.found.values()) if self.found else set()
+
+    def coverage(self, session_id: str) -> float:
+        """Share of the query's units that the session's keyword entries match, together."""
+        if self.plan is None or not self.plan.units:
+            return 0.0
+        found = self.found.get(session_id)
+        if found is None:
+            found = _session_units(self.hits, self.plan, session_id)
+        return len(found) / len(self.plan.units)
+
+
+def _session_units(hits: list[Hit], plan: QueryPlan, session_id: str) -> set[str]:
+    """The query units the session's keyword entries match, together (looking no further once
+    every unit is found)."""
+    found: set[str] = set()
+    for hit in hits:
+        if hit.session_id == session_id and hit.keyword_rank is not None and len(found) < len(plan.units):
+            found.update(_units(hit, plan, found))
     return found
 
 
-def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
-                     units_cache: dict[int, set[str]] | None = None) -> list[SessionResult]:
+def keyword_sessions(hits: list[Hit], plan: QueryPlan | None) -> KeywordSessions:
     """One result per session, ranked by its best message, with credit for a session
     whose messages together cover more of the query (several strong messages beat one
     lucky word)."""
@@ -212,15 +253,15 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
     for hit in hits:
         by_session[hit.session_id].append(hit)
     coverage: dict[str, float] = {}
+    units_by_session: dict[str, set[str]] = {}
     if plan is not None and len(plan.units) > 1:
-        units_by_session: dict[str, set[str]] = defaultdict(set)
         leading = {h.session_id for h in sorted(hits, key=lambda h: -h.score)[: COVERAGE_HITS]}
         for hit in hits:
             if hit.keyword_rank is None or hit.session_id not in leading:
                 continue
-            known = units_by_session[hit.session_id]
+            known = units_by_session.setdefault(hit.session_id, set())
             if len(known) < len(plan.units):
-                known.update(_units(hit, plan, units_cache, known))
+                known.update(_units(hit, plan, known))
         reachable = set().union(*units_by_session.values()) if units_by_session else set()
         if reachable:
             coverage = {sid: len(u) / len(reachable) for sid, u in units_by_session.items()}
@@ -235,50 +276,39 @@ def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int,
         shown = next((h for h in session_hits if h.kind != "title"), session_hits[0])
         results.append(SessionResult(sid, shown, score, session_hits))
     results.sort(key=lambda r: (-r.score, r.session_id))
-    return results[:limit]
+    return KeywordSessions(hits, plan, results, units_by_session)
+
+
+def group_by_session(hits: list[Hit], plan: QueryPlan | None, limit: int) -> list[SessionResult]:
+    """The first ``limit`` sessions of :func:`keyword_sessions`."""
+    return keyword_sessions(hits, plan).results[:limit]
 
 
 def _message_key(hit: Hit) -> tuple[str, int | str]:
     return (hit.session_id, hit.message_id if hit.message_id is not None else f"entry:{hit.entry_id}")
 
 
-def session_coverage(hits: list[Hit], plan: QueryPlan, session_id: str,
-                     units_cache: dict[int, set[str]] | None = None) -> float:
-    """Share of the query's units that the session's keyword entries match, together."""
-    if not plan.units:
-        return 0.0
-    found: set[str] = set()
-    for hit in hits:
-        if hit.session_id == session_id and hit.keyword_rank is not None:
-            found.update(_units(hit, plan, units_cache))
-    return len(found) / len(plan.units)
-
-
-def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, limit: int,
-                    units_cache: dict[int, set[str]] | None = None) -> list[SessionResult]:
+def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -> list[SessionResult]:
     """``mode=hybrid``: keyword-gated fusion of session scores (:func:`~.fusion.gated`).
 
-    K(s) is the session's keyword score from :func:`group_by_session` (its entries,
+    K(s) is the session's keyword score from :func:`keyword_sessions` (its entries,
     with the coverage credit), S(s) the session's score over the semantic messages
     (no coverage). A confident keyword answer (:data:`GATE_MARGIN` lead or
     :data:`GATE_COVERAGE` of the query's units) keeps keyword's first
     :data:`GATE_PIN` sessions on top. Each session shows the message with the best
     evidence (:func:`~.message_choice.message_evidence`), a real message before a title."""
-    for hit in keyword:
-        hit.score = hit.keyword_score
     for hit in semantic:
         hit.score = hit.semantic_score
-    units_cache = {} if units_cache is None else units_cache
-    kw_sessions = {r.session_id: r.score for r in group_by_session(keyword, plan, len(keyword) or 1, units_cache)}
+    kw_sessions = keyword.scores
     sem_sessions = {r.session_id: r.score for r in group_by_session(semantic, None, len(semantic) or 1)}
     kw_top = ranking(kw_sessions)[:1]
-    coverage = {sid: session_coverage(keyword, plan, sid, units_cache) for sid in kw_top}
+    coverage = {sid: keyword.coverage(sid) for sid in kw_top}
     order = gated(kw_sessions, sem_sessions, coverage, dense_weight=HYBRID_DENSE_WEIGHT, margin=GATE_MARGIN,
                   min_coverage=GATE_COVERAGE, pin=GATE_PIN, limit=limit)
     # message level: a message's keyword face is its best entry; the semantic hit is its own face otherwise
     faces: dict[tuple[str, int | str], Hit] = {}
     kw_messages: dict[tuple[str, int | str], float] = {}
-    for hit in sorted(keyword, key=lambda h: (-h.keyword_score, h.entry_id)):
+    for hit in sorted(keyword.hits, key=lambda h: (-h.keyword_score, h.entry_id)):
         key = _message_key(hit)
         if key not in faces:
             faces[key], kw_messages[key] = hit, hit.keyword_score
@@ -295,9 +325,9 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
         by_session[key[0]].append((key, hit))
     # the messages of the sessions shown: only they need their own coverage of the query
     shown_faces = [kh for item in order for kh in by_session[item.key]]
-    units = max(1, len(plan.units))
-    coverage_of = {key: len(_units(hit, plan, units_cache)) / units for key, hit in shown_faces
-                   if hit.keyword_rank is not None}
+    plan = keyword.plan
+    coverage_of = {key: len(_units(hit, plan)) / max(1, len(plan.units)) for key, hit in shown_faces
+                   if plan is not None and hit.keyword_rank is not None}
     support = message_evidence(kw_messages, sem_messages, coverage_of,
                                {key: len(hit.text) for key, hit in shown_faces})
     results = []
@@ -308,14 +338,12 @@ def hybrid_sessions(keyword: list[Hit], semantic: list[Hit], plan: QueryPlan, li
     return results
 
 
-def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: list[Hit], plan: QueryPlan,
-                   units_cache: dict[int, set[str]] | None = None) -> list[Signals]:
+def result_signals(results: list[SessionResult], keyword: KeywordSessions, semantic: list[Hit],
+                   plan: QueryPlan) -> list[Signals]:
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
-    (empty when a source did not)."""
-    cache = {} if units_cache is None else units_cache
-    scored = [dataclasses.replace(h, score=h.keyword_score) for h in keyword]
-    kw_sessions = {r.session_id: r.score for r in group_by_session(scored, plan, len(scored) or 1, cache)}
+    (empty when a source did not), ``keyword`` grouped with ``plan``."""
+    kw_sessions = keyword.scores
     best_keyword = max(kw_sessions.values(), default=0.0)
     margin = keyword_margin(kw_sessions)
     leader = ranking(kw_sessions)[0] if kw_sessions else None
@@ -327,21 +355,12 @@ def result_signals(results: list[SessionResult], keyword: list[Hit], semantic: l
     gap = top - statistics.median(cosines) if cosines else 0.0
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
-    # the units the strongest candidates match (the sessions group_by_session credits for
-    # coverage; it stops looking in a session once it found every unit, so not all are cached);
-    # a lone unit is found when anything was
-    if len(plan.units) > 1:
-        leading = {h.session_id for h in sorted(scored, key=lambda h: -h.score)[:COVERAGE_HITS]}
-        reachable = set().union(*(_units(h, plan, cache) for h in scored
-                                  if h.keyword_rank is not None and h.session_id in leading))
-    else:
-        reachable = {u.label for u in plan.units} if keyword else set()
-    missing = 1.0 - len(reachable) / units if plan.units else 0.0
+    missing = 1.0 - len(keyword.reachable()) / units if plan.units else 0.0
     out = []
     for r in results:
         k = kw_sessions.get(r.session_id, 0.0)
         out.append(Signals(
-            coverage=session_coverage(keyword, plan, r.session_id, cache) if keyword else 0.0,
+            coverage=keyword.coverage(r.session_id) if keyword.hits else 0.0,
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
             margin=margin if k > 0 and r.session_id == leader else 0.0,
             session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,

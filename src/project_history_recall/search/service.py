@@ -22,6 +22,7 @@ from project_history_recall.search.keyword import (
     group_by_session,
     hybrid_sessions,
     keyword_hits,
+    keyword_sessions,
     rank_keyword,
     result_signals,
 )
@@ -120,24 +121,25 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
                                         scope.session_ids, filters, top_k)
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
-    units_cache: dict[int, set[str]] = {}
     window = query_window(question.text, _asked_at(conn, asker.session_id))
     pool = max(question.limit, WINDOW_POOL) if window else question.limit
+    if mode == "semantic" and not vector_hits:  # no vectors yet in scope (partial, indexing,
+        # unavailable): the keyword results stand in, and semantic_status says why.
+        keyword = keyword_hits(conn, plan, scope.session_ids, filters)
+        rank_keyword(keyword)
+    sessions = keyword_sessions(keyword, plan)
     if mode == "hybrid":
-        grouped = hybrid_sessions(keyword, vector_hits, plan, pool, units_cache)
+        grouped = hybrid_sessions(sessions, vector_hits, pool)
     elif mode == "keyword":
-        grouped = group_by_session(keyword, plan, pool, units_cache)
+        grouped = sessions.results[:pool]
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
         grouped = group_by_session(vector_hits, None, pool)
-    else:  # semantic, no vectors yet in scope (partial, indexing, unavailable): the keyword
-        # results stand in, and semantic_status says why.
-        keyword = keyword_hits(conn, plan, scope.session_ids, filters)
-        rank_keyword(keyword)
+    else:
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
-    signals = result_signals(grouped, keyword, vector_hits, plan, units_cache)
+    signals = result_signals(grouped, sessions, vector_hits, plan)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
     return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments)
