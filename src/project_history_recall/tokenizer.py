@@ -40,6 +40,8 @@ _WORD = r"[^\W_" + _CJK + r"]"
 _SCAN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
+#: ``_SCAN`` for ASCII text, where no CJK run can occur: one string per match, no group tuples.
+_ASCII_WORDS = re.compile(rf"_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*")
 _ATOM = re.compile(rf"{_WORD}+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 MAX_TOKEN_CHARS = 64
@@ -84,8 +86,9 @@ def scrub(text: str) -> str:
 
 def normalize(text: str) -> str:
     """NFKC (full-width → ASCII), Traditional → Simplified; case is kept."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", scrub(text))
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", scrub(text))
     if _HAN.search(text):
         text = _t2s()(text)
     return text
@@ -134,6 +137,10 @@ def index_tokens(text: str) -> list[str]:
         return []
     tokens: list[str] = []
     extend = tokens.extend
+    if text.isascii():
+        for word in _ASCII_WORDS.findall(text):
+            extend(_word_tokens(word))
+        return tokens
     for cjk, word in _SCAN.findall(normalize(text)):
         extend(_cjk_grams(cjk) if cjk else _word_tokens(word))
     return tokens

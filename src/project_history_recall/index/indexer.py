@@ -318,14 +318,20 @@ class Indexer:
                 progress(done, len(ids))
 
     def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
-        for e in entries:
-            cursor = conn.execute(
-                "INSERT INTO entries(session_id, message_id, position, kind, role, tool_name, timestamp, "
-                "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context),
-            )
-            conn.execute("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
-                         (cursor.lastrowid, entry_tokens(e.kind, e.text)))
+        """Two ``executemany`` per session instead of two statements per entry. The ids are
+        the ones SQLite would pick (one past the largest), given here so that the FTS rows
+        can take them without a round trip per entry."""
+        if not entries:
+            return
+        first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO entries(id, session_id, message_id, position, kind, role, tool_name, timestamp, "
+            "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(first + i, sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context)
+             for i, e in enumerate(entries)],
+        )
+        conn.executemany("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
+                         [(first + i, entry_tokens(e.kind, e.text)) for i, e in enumerate(entries)])
 
     def _delete_entries(self, conn: sqlite3.Connection, sid: str, kinds: tuple[str, ...] | None = None) -> None:
         sql = "SELECT id, kind, text FROM entries WHERE session_id = ?"
