@@ -46,7 +46,8 @@ def build(home: Path, profile: bool) -> dict:
     result = {"messages": report.messages_read, "entries": report.entries_written,
               "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
               "keyword_wall_seconds": report.keyword_seconds, "phases": report.phases,
-              "messages_per_cpu_s": round(report.messages_read / cpu), "messages_per_s": round(report.messages_read / wall)}
+              "messages_per_cpu_s": round(report.messages_read / cpu),
+              "messages_per_s": round(report.messages_read / wall)}
     if profiler:
         out = io.StringIO()
         pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)

@@ -96,9 +96,9 @@ def _private_message(message: SourceMessage) -> SourceMessage:
     message), since copying each one was a fifth of a full build's time."""
     content = strip_private(message.content)
     arguments = [strip_private(c.arguments) for c in message.tool_calls]
-    if content == message.content and all(a == c.arguments for a, c in zip(arguments, message.tool_calls)):
+    if content == message.content and all(a == c.arguments for a, c in zip(arguments, message.tool_calls, strict=True)):
         return message
-    calls = tuple(dataclasses.replace(c, arguments=a) for a, c in zip(arguments, message.tool_calls))
+    calls = tuple(dataclasses.replace(c, arguments=a) for a, c in zip(arguments, message.tool_calls, strict=True))
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
