@@ -40,8 +40,11 @@ _WORD = r"[^\W_" + _CJK + r"]"
 _SCAN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
-#: ``_SCAN`` for ASCII text, where no CJK run can occur: one string per match, no group tuples.
-_ASCII_WORDS = re.compile(rf"_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*")
+#: What ``_SCAN`` finds in ASCII text, found without it: every character that can be neither in
+#: a word nor join its parts becomes a space, so each field of ``split()`` holds one word, whose
+#: core (what :func:`_word_tokens` keeps) is the field less the joining characters at its ends.
+_JOINERS = "_-./:"
+_ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in _JOINERS)})
 _ATOM = re.compile(rf"{_WORD}+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 MAX_TOKEN_CHARS = 64
@@ -138,8 +141,10 @@ def index_tokens(text: str) -> list[str]:
     tokens: list[str] = []
     extend = tokens.extend
     if text.isascii():
-        for word in _ASCII_WORDS.findall(text):
-            extend(_word_tokens(word))
+        for field in text.translate(_ASCII_BREAKS).split():
+            core = field.strip(_JOINERS)
+            if core:
+                extend(_word_tokens(core))
         return tokens
     for cjk, word in _SCAN.findall(normalize(text)):
         extend(_cjk_grams(cjk) if cjk else _word_tokens(word))

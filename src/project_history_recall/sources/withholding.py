@@ -92,14 +92,12 @@ def _private_title(session: SourceSession) -> SourceSession:
 
 
 def _private_message(message: SourceMessage) -> SourceMessage:
-    """The message without its private spans; the same object when it has none (nearly every
-    message), since copying each one was a fifth of a full build's time."""
-    content = strip_private(message.content)
-    arguments = [strip_private(c.arguments) for c in message.tool_calls]
-    if content == message.content and all(a == c.arguments for a, c in zip(arguments, message.tool_calls, strict=True)):
+    """The message without its private spans. One without a ``<`` anywhere (nearly every
+    message) is returned as it is: copying each one was a fifth of a full build's time."""
+    if "<" not in message.content and not any("<" in c.arguments for c in message.tool_calls):
         return message
-    calls = tuple(dataclasses.replace(c, arguments=a) for a, c in zip(arguments, message.tool_calls, strict=True))
-    return dataclasses.replace(message, content=content, tool_calls=calls)
+    calls = tuple(dataclasses.replace(c, arguments=strip_private(c.arguments)) for c in message.tool_calls)
+    return dataclasses.replace(message, content=strip_private(message.content), tool_calls=calls)
 
 
 class WithholdingSource:
