@@ -151,7 +151,8 @@ def session_entries(session: SourceSession, messages: list[SourceMessage]) -> li
 
 def _cap(text: str) -> str:
     text = text.replace("\x00", "")
-    text = text.encode("utf-8", "replace").decode("utf-8")
+    if not text.isascii():  # only non-ASCII text can hold a lone surrogate
+        text = text.encode("utf-8", "replace").decode("utf-8")
     return text[:MAX_ENTRY_CHARS]
 
 
