@@ -336,13 +336,13 @@ class HermesReader:
     def _message(row: tuple) -> SourceMessage:
         mid, _, role, content, tool_calls, tool_name, tool_call_id, timestamp, _ = row
         return SourceMessage(
-            id=int(mid),
-            role=str(role),
-            content=decode_content(content),
-            timestamp=_number(timestamp),
-            tool_calls=decode_tool_calls(tool_calls),
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
+            int(mid),
+            str(role),
+            decode_content(content),
+            _number(timestamp),
+            decode_tool_calls(tool_calls) if tool_calls else (),
+            tool_name,
+            tool_call_id,
         )
 
     def messages(self, session_id: str) -> list[SourceMessage]:
