@@ -24,6 +24,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 
 TOKENIZER_VERSION = 1
 
@@ -43,6 +44,7 @@ _SCAN = re.compile(
 #: What ``_SCAN`` finds in ASCII text, found without it: every character that can be neither in
 #: a word nor join its parts becomes a space, so each field of ``split()`` holds one word, whose
 #: core (what :func:`_word_tokens` keeps) is the field less the joining characters at its ends.
+#: A field of joiners alone has no core and no tokens.
 _JOINERS = "_-./:"
 _ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in _JOINERS)})
 _ATOM = re.compile(rf"{_WORD}+")
@@ -115,8 +117,9 @@ def _word_parts(word: str) -> list[str]:
 @lru_cache(maxsize=262144)
 def _word_tokens(word: str) -> tuple[str, ...]:
     """Whole word (lowercased) followed by its parts when it has more than one.
-    Cached: a history repeats its vocabulary, and this is the indexer's hot loop."""
-    core = word.strip("_")
+    Cached: a history repeats its vocabulary, and this is the indexer's hot loop. The joining
+    characters at the ends are not part of the word (a ``_SCAN`` word can only have ``_`` there)."""
+    core = word.strip(_JOINERS)
     if not core:
         return ()
     whole = core.lower()[:MAX_TOKEN_CHARS]
@@ -140,12 +143,8 @@ def index_tokens(text: str) -> list[str]:
         return []
     tokens: list[str] = []
     extend = tokens.extend
-    if text.isascii():
-        for field in text.translate(_ASCII_BREAKS).split():
-            core = field.strip(_JOINERS)
-            if core:
-                extend(_word_tokens(core))
-        return tokens
+    if text.isascii():  # the loop over words in C: a long tool call holds thousands
+        return list(chain.from_iterable(map(_word_tokens, text.translate(_ASCII_BREAKS).split())))
     for cjk, word in _SCAN.findall(normalize(text)):
         extend(_cjk_grams(cjk) if cjk else _word_tokens(word))
     return tokens
