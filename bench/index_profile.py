@@ -1,6 +1,6 @@
 """The keyword index build and the first check after a commit, timed by CPU as well as wall.
 
-``python -m bench.index_profile --size M [--profile] [--checks 9] [--digest]``
+``python -m bench.index_profile --size M [--profile] [--checks 9] [--digest] [--run-dir NAME]``
 
 ``bench.run`` times the same build in wall seconds, which a shared machine skews; this
 reports ``time.process_time`` beside it (the build is single-threaded), so figures taken while
@@ -110,9 +110,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile", action="store_true", help="print the build's cProfile, by own time")
     parser.add_argument("--checks", type=int, default=9, help="first checks after a commit to time (0: none)")
     parser.add_argument("--digest", action="store_true", help="print a hash of what the build wrote")
+    parser.add_argument("--run-dir", default=None,
+                        help="folder under bench/out for the home (default index-profile-<size>); two builds "
+                             "run side by side, so that both see the same load, need two")
     args = parser.parse_args(argv)
     corpus = ensure_corpus(OUT / f"corpus-{args.size}", args.seed, SIZES[args.size])
-    home = prepare_home(corpus, OUT / f"index-profile-{args.size}")
+    home = prepare_home(corpus, OUT / (args.run_dir or f"index-profile-{args.size}"))
     result = build(home, args.profile)
     profile = result.pop("profile", None)
     if args.checks:
