@@ -27,7 +27,12 @@ class CompositeReader:
         if self._signatures is None:
             self._signatures = {}
             for reader in self._readers:
-                for sid, signature in reader.signatures().items():
+                signatures = reader.signatures()
+                if not self._signatures:  # the first source with sessions: taken whole
+                    self._signatures = dict(signatures)
+                    self._owner = dict.fromkeys(signatures, reader)
+                    continue
+                for sid, signature in signatures.items():
                     self._owner.setdefault(sid, reader)
                     self._signatures.setdefault(sid, signature)
         return self._signatures

@@ -63,7 +63,10 @@ class WithholdingReader:
         return set(self._hidden)
 
     def signatures(self) -> dict[str, tuple[str, str]]:
-        return {sid: sig for sid, sig in self._inner.signatures().items() if sid not in self._hidden}
+        signatures = self._inner.signatures()
+        if not self._hidden:
+            return signatures
+        return {sid: sig for sid, sig in signatures.items() if sid not in self._hidden}
 
     def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]:
         return {sid: _private_title(s) for sid, s in self._inner.sessions(ids).items() if sid not in self._hidden}
