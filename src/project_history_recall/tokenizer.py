@@ -141,10 +141,10 @@ def index_tokens(text: str) -> list[str]:
     """The token stream written to the index for ``text``."""
     if not text:
         return []
-    tokens: list[str] = []
-    extend = tokens.extend
     if text.isascii():  # the loop over words in C: a long tool call holds thousands
         return list(chain.from_iterable(map(_word_tokens, text.translate(_ASCII_BREAKS).split())))
+    tokens: list[str] = []
+    extend = tokens.extend
     for cjk, word in _SCAN.findall(normalize(text)):
         extend(_cjk_grams(cjk) if cjk else _word_tokens(word))
     return tokens
