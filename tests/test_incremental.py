@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 import pytest
 
 from builders import History, git_init, session_ids
@@ -115,3 +117,45 @@ def test_right_after_a_write_sqlite_says_whether_anything_was_committed(two_repo
     assert report.compared is True and report.messages_read >= 1  # the commit was seen
     assert recall.refresh().compared is False
     assert search(h, "dugong") == ["a-1"]
+
+
+def test_a_process_that_remembers_the_index_still_sees_another_writers_changes(two_repos):
+    """A refresh keeps what it compared with (the index's signatures, its reader's view of
+    state.db) for the next one: a change that another writer indexed in between, and that
+    state.db then took back, must still reach this process's index."""
+    h, _, _ = two_repos
+    mine, other = h.recall(), h.recall()
+
+    def found(recall, query):
+        return session_ids(recall.search(query, session_id="a-ask", mode="keyword", limit=10))
+
+    h.db.set_session_title("a-1", "Capybara schema review")
+    assert found(mine, "capybara") == ["a-1"]
+    with sqlite3.connect(h.root / "state.db") as side:  # a commit that changes no session
+        side.execute("CREATE TABLE side_note (x)")
+    assert found(mine, "capybara") == ["a-1"]
+    h.db.set_session_title("a-1", "Tapir schema review")
+    assert found(other, "tapir") == ["a-1"]
+    h.db.set_session_title("a-1", "Capybara schema review")
+    assert found(mine, "capybara") == ["a-1"]
+    assert found(mine, "tapir") == []
+
+
+def test_every_kind_of_session_change_is_seen_by_one_long_lived_process(two_repos):
+    h, a, b = two_repos
+    recall = h.recall()
+
+    def found(query, asker="a-ask"):
+        return session_ids(recall.search(query, session_id=asker, mode="keyword", limit=10))
+
+    assert found("walrus") == ["a-1"]
+    h.db.update_session_cwd("a-1", str(b))
+    assert found("walrus") == [] and found("walrus", "b-ask") == ["a-1"]
+    h.db.update_session_cwd("a-1", str(a))
+    h.db.set_session_archived("a-1", True)
+    assert found("walrus") == []
+    h.db.set_session_archived("a-1", False)
+    h.session("a-2", a, "the walrus sequel")
+    assert set(found("walrus")) == {"a-1", "a-2"}
+    h.db.delete_session("a-2")
+    assert found("walrus") == ["a-1"]

@@ -81,3 +81,14 @@ def test_any_query_builds_a_quoted_fts_expression(value):
     for unit in plan.units:
         assert unit.fts.startswith(("\"", "("))
     assert expr.count('"') % 2 == 0
+
+
+@given(st.text(alphabet=st.characters(max_codepoint=127), max_size=120))
+def test_ascii_text_tokenizes_as_it_does_beside_other_text(value):
+    """ASCII text takes a faster path than other text: both must give the same tokens."""
+    assert index_tokens(value + " é") == [*index_tokens(value), "é"]
+
+
+def test_joining_characters_at_a_word_end_are_not_part_of_it():
+    assert index_tokens("__init__ -x- ./run.sh: a-_-b .. _") == [
+        "init", "x", "run.sh", "run", "sh", "a-_-b", "a", "b"]

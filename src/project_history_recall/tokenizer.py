@@ -24,6 +24,7 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
+from itertools import chain
 
 TOKENIZER_VERSION = 1
 
@@ -40,6 +41,12 @@ _WORD = r"[^\W_" + _CJK + r"]"
 _SCAN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
+#: What ``_SCAN`` finds in ASCII text, found without it: every character that can be neither in
+#: a word nor join its parts becomes a space, so each field of ``split()`` holds one word, whose
+#: core (what :func:`_word_tokens` keeps) is the field less the joining characters at its ends.
+#: A field of joiners alone has no core and no tokens.
+_JOINERS = "_-./:"
+_ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in _JOINERS)})
 _ATOM = re.compile(rf"{_WORD}+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 MAX_TOKEN_CHARS = 64
@@ -84,8 +91,9 @@ def scrub(text: str) -> str:
 
 def normalize(text: str) -> str:
     """NFKC (full-width → ASCII), Traditional → Simplified; case is kept."""
-    if not text.isascii():
-        text = unicodedata.normalize("NFKC", scrub(text))
+    if text.isascii():
+        return text
+    text = unicodedata.normalize("NFKC", scrub(text))
     if _HAN.search(text):
         text = _t2s()(text)
     return text
@@ -109,8 +117,9 @@ def _word_parts(word: str) -> list[str]:
 @lru_cache(maxsize=262144)
 def _word_tokens(word: str) -> tuple[str, ...]:
     """Whole word (lowercased) followed by its parts when it has more than one.
-    Cached: a history repeats its vocabulary, and this is the indexer's hot loop."""
-    core = word.strip("_")
+    Cached: a history repeats its vocabulary, and this is the indexer's hot loop. The joining
+    characters at the ends are not part of the word (a ``_SCAN`` word can only have ``_`` there)."""
+    core = word.strip(_JOINERS)
     if not core:
         return ()
     whole = core.lower()[:MAX_TOKEN_CHARS]
@@ -132,6 +141,8 @@ def index_tokens(text: str) -> list[str]:
     """The token stream written to the index for ``text``."""
     if not text:
         return []
+    if text.isascii():  # the loop over words in C: a long tool call holds thousands
+        return list(chain.from_iterable(map(_word_tokens, text.translate(_ASCII_BREAKS).split())))
     tokens: list[str] = []
     extend = tokens.extend
     for cjk, word in _SCAN.findall(normalize(text)):

@@ -24,7 +24,7 @@ from project_history_recall.index.edits import (
     resolved_path,
     result_paths,
 )
-from project_history_recall.index.store import transaction
+from project_history_recall.index.store import get_meta, set_meta, transaction
 from project_history_recall.paths import path_key, relative_to
 from project_history_recall.sources import SourceMessage, SourceReader
 
@@ -165,11 +165,18 @@ class EditPhase:
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
         """Bring ``edits`` in step with the sessions the index holds; returns how many
         sessions were looked at."""
-        with transaction(conn):
-            if force:
-                conn.execute("DELETE FROM edit_state")
-            conn.execute("DELETE FROM edits WHERE session_id NOT IN (SELECT id FROM sessions)")
-            conn.execute("DELETE FROM edit_state WHERE session_id NOT IN (SELECT id FROM sessions)")
+        # The rows of sessions gone from the index are swept when the keyword phase has written
+        # since the last sweep (it bumps the generation): the sweep reads every edit, and the
+        # check after a commit that changed nothing must not pay for it. Rows it has not swept
+        # yet are never shown (every read joins ``sessions``).
+        generation = get_meta(conn, "generation", "0")
+        if force or get_meta(conn, "edits_swept_generation") != generation:
+            with transaction(conn):
+                if force:
+                    conn.execute("DELETE FROM edit_state")
+                conn.execute("DELETE FROM edits WHERE session_id NOT IN (SELECT id FROM sessions)")
+                conn.execute("DELETE FROM edit_state WHERE session_id NOT IN (SELECT id FROM sessions)")
+                set_meta(conn, "edits_swept_generation", generation)
         stale = conn.execute(_STALE_SQL).fetchall()
         for start in range(0, len(stale), BATCH_SESSIONS):
             batch = stale[start : start + BATCH_SESSIONS]

@@ -26,6 +26,7 @@ from typing import Protocol
 from project_history_recall.index.probes import Probe, cached_probe, git_probe, moved, probe_markers, reprobe
 from project_history_recall.index.store import Index, bump_vectors_generation, get_meta, set_meta, transaction
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
+from project_history_recall.sources.hermes import data_version
 from project_history_recall.tokenizer import index_text
 
 MAX_ENTRY_CHARS = 32_000
@@ -150,7 +151,8 @@ def session_entries(session: SourceSession, messages: list[SourceMessage]) -> li
 
 def _cap(text: str) -> str:
     text = text.replace("\x00", "")
-    text = text.encode("utf-8", "replace").decode("utf-8")
+    if not text.isascii():  # only non-ASCII text can hold a lone surrogate
+        text = text.encode("utf-8", "replace").decode("utf-8")
     return text[:MAX_ENTRY_CHARS]
 
 
@@ -178,19 +180,32 @@ class Changes:
         return len(self.content) + len(self.meta) + len(self.removed)
 
 
-def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> Changes:
-    """Compare the source's session signatures (and newest message id) with the index's mirror."""
+Mirror = dict[str, tuple[str, str]]
+
+
+def read_mirror(conn: sqlite3.Connection) -> Mirror:
+    """The signatures the index holds, by session."""
+    cursor = conn.cursor()
+    cursor.row_factory = None  # 5,000 rows at M: tuples, not sqlite3.Row
+    return {sid: (signature, content) for sid, signature, content in
+            cursor.execute("SELECT id, signature, content_signature FROM sessions")}
+
+
+def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False,
+                    mirror: Mirror | None = None) -> Changes:
+    """Compare the source's session signatures (and newest message id) with the index's mirror
+    (``mirror`` when the caller knows it, else read)."""
     signatures = reader.signatures()
     max_id = reader.max_message_id()
     indexed_max = int(get_meta(conn, "max_message_id", "0") or 0)
-    mirror = {
-        row["id"]: (row["signature"], row["content_signature"])
-        for row in conn.execute("SELECT id, signature, content_signature FROM sessions")
-    }
+    if mirror is None:
+        mirror = read_mirror(conn)
     if force:
         return Changes(signatures, max_id, indexed_max, set(signatures), set(), set(mirror) - set(signatures),
                        set(mirror))
     new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
+    if not new_messages and signatures == mirror:  # the usual answer, in one comparison done in C
+        return Changes(signatures, max_id, indexed_max, set(), set(), set(), set(mirror))
     content = {sid for sid, (_, content_signature) in signatures.items()
                if sid not in mirror or mirror[sid][1] != content_signature or sid in new_messages}
     meta = {sid for sid, (signature, _) in signatures.items() if sid not in content and mirror[sid][0] != signature}
@@ -204,6 +219,11 @@ class Indexer:
         self.source = source
         self.probe = probe
         self.phases = list(phases)
+        #: The mirror as the last refresh that changed no session left it, and the index's
+        #: ``data_version`` right after that refresh's last commit (under the writer lock):
+        #: while the version is the same, nobody else has committed, and the mirror is not
+        #: read again (20 ms at M, the larger half of the first check after a commit).
+        self._mirror: tuple[str, Mirror] | None = None
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
@@ -220,12 +240,13 @@ class Indexer:
         with self.index.writer(lock_timeout):
             conn = self.index.connect()
             try:
+                mirror: Mirror | None = None
                 if not force and marker is not None and get_meta(conn, "source_marker") == marker:
                     total = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
                     report = RefreshReport(sessions_total=total, compared=False)
                 else:
                     with self.source.read() as reader:
-                        report = self._refresh(conn, reader, force, progress)
+                        report, mirror = self._refresh(conn, reader, force, progress)
                         report.keyword_seconds = round(time.perf_counter() - started, 4)
                         for phase in self.phases:
                             phase_started = time.perf_counter()
@@ -237,6 +258,8 @@ class Indexer:
                             set_meta(conn, "source_marker", marker)
                 report.sessions_reattributed = self._reattribute_moved_folders(conn)
                 markers = probe_markers(conn)
+                if report.compared:
+                    self._remember_mirror(None if force or report.changed else mirror)
             finally:
                 conn.close()
         if marker is not None:
@@ -246,14 +269,28 @@ class Indexer:
 
     # -- the algorithm ------------------------------------------------------
 
+    def _cached_mirror(self) -> Mirror | None:
+        if self._mirror is None:
+            return None
+        version = data_version(self.index.path)
+        return self._mirror[1] if version is not None and version == self._mirror[0] else None
+
+    def _remember_mirror(self, mirror: Mirror | None) -> None:
+        """Called under the writer lock, after this refresh's last commit."""
+        version = data_version(self.index.path) if mirror is not None else None
+        self._mirror = (version, mirror) if version is not None and mirror is not None else None
+
     def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
-                 progress: Progress | None) -> RefreshReport:
-        changes = pending_changes(conn, reader, force=force)
+                 progress: Progress | None) -> tuple[RefreshReport, Mirror]:
+        """The keyword phase; returns its report and the mirror it compared with (as it was
+        before this refresh wrote anything)."""
+        mirror = self._cached_mirror() or read_mirror(conn)
+        changes = pending_changes(conn, reader, force=force, mirror=mirror)
         signatures, max_id = changes.signatures, changes.max_message_id
         content_dirty, meta_dirty, removed = changes.content, changes.meta, changes.removed
         report = RefreshReport(sessions_total=len(signatures), full=force)
         if not changes and max_id == changes.indexed_max:
-            return report
+            return report, mirror
         source_sessions = reader.sessions(content_dirty | meta_dirty)
 
         if force:
@@ -266,7 +303,7 @@ class Indexer:
                     bump_vectors_generation(conn)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed)
-            return report
+            return report, mirror
 
         with transaction(conn):
             for sid in removed:
@@ -284,7 +321,7 @@ class Indexer:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):
             self._finish(conn, max_id)
-        return report
+        return report, mirror
 
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
@@ -318,14 +355,20 @@ class Indexer:
                 progress(done, len(ids))
 
     def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
-        for e in entries:
-            cursor = conn.execute(
-                "INSERT INTO entries(session_id, message_id, position, kind, role, tool_name, timestamp, "
-                "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context),
-            )
-            conn.execute("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
-                         (cursor.lastrowid, entry_tokens(e.kind, e.text)))
+        """Two ``executemany`` per session instead of two statements per entry. The ids are
+        the ones SQLite would pick (one past the largest), given here so that the FTS rows
+        can take them without a round trip per entry."""
+        if not entries:
+            return
+        first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
+        conn.executemany(
+            "INSERT INTO entries(id, session_id, message_id, position, kind, role, tool_name, timestamp, "
+            "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(first + i, sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context)
+             for i, e in enumerate(entries)],
+        )
+        conn.executemany("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
+                         [(first + i, entry_tokens(e.kind, e.text)) for i, e in enumerate(entries)])
 
     def _delete_entries(self, conn: sqlite3.Connection, sid: str, kinds: tuple[str, ...] | None = None) -> None:
         sql = "SELECT id, kind, text FROM entries WHERE session_id = ?"

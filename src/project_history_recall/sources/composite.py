@@ -21,16 +21,25 @@ class CompositeReader:
         self._signatures: dict[str, tuple[str, str]] | None = None
 
     def signatures(self) -> dict[str, tuple[str, str]]:
+        return dict(self._all_signatures())
+
+    def _all_signatures(self) -> dict[str, tuple[str, str]]:
         if self._signatures is None:
             self._signatures = {}
             for reader in self._readers:
-                for sid, signature in reader.signatures().items():
+                signatures = reader.signatures()
+                if not self._signatures:  # the first source with sessions: taken whole
+                    self._signatures = dict(signatures)
+                    self._owner = dict.fromkeys(signatures, reader)
+                    continue
+                for sid, signature in signatures.items():
                     self._owner.setdefault(sid, reader)
                     self._signatures.setdefault(sid, signature)
-        return dict(self._signatures)
+        return self._signatures
 
     def _of(self, sid: str) -> SourceReader | None:
-        self.signatures()
+        """Asked once per session read: no copy of every signature each time."""
+        self._all_signatures()
         return self._owner.get(sid)
 
     def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]:

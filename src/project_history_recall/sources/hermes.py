@@ -108,6 +108,16 @@ def _data_version(path: Path, inode: int) -> str | None:
         return f"{watch.token}:{version}"
 
 
+def data_version(path: Path) -> str | None:
+    """:func:`_data_version` of the file at ``path`` now: equal on two calls exactly when no
+    connection other than the watching one committed to it in between (None: cannot tell)."""
+    try:
+        inode = path.stat().st_ino
+    except OSError:
+        return None
+    return _data_version(path, inode)
+
+
 def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
     return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
@@ -208,19 +218,74 @@ def _signature_sql(available: set[str], columns: tuple[str, ...]) -> str:
     return "||'|'||".join(f"quote({c if c in available else _SESSION_DEFAULTS[c]})" for c in columns)
 
 
+class _Seen:
+    """What a pooled reader connection saw of ``sessions`` at its last committed read: the
+    columns the signatures are made of, in a TEMP table of that connection, and the signatures.
+
+    Building every session's signature (a dozen ``quote()``s each) was most of the first check
+    after a commit. With this, a read builds signatures only for the rows whose columns differ
+    from the ones seen (a join on the id, ``IS NOT`` byte for byte) and takes the rest from
+    memory. A signature is a function of those columns; the one change ``IS NOT`` cannot see
+    is an integer becoming the equal real (``quote`` gives ``1`` and ``1.0``), which Hermes's
+    typed columns never store and which changes no value the index keeps. The TEMP table is
+    written in the read's transaction, so a read that fails leaves both as they were."""
+
+    def __init__(self) -> None:
+        self.columns = ""
+        self.signatures: dict[str, tuple[str, str]] | None = None
+        self.pending: dict[str, tuple[str, str]] | None = None
+
+    def read(self, conn: sqlite3.Connection, columns: list[str], signatures_sql: str) -> dict[str, tuple[str, str]]:
+        names = [f"c{i}" for i in range(len(columns))]
+        selected = ", ".join(f"{c} AS {n}" for c, n in zip(columns, names, strict=True))
+        if self.signatures is None or self.columns != "|".join(columns):
+            conn.execute("DROP TABLE IF EXISTS temp.phr_seen")
+            conn.execute(f"CREATE TEMP TABLE phr_seen AS SELECT id, {signatures_sql}, {selected} FROM sessions")
+            conn.execute("CREATE UNIQUE INDEX temp.phr_seen_id ON phr_seen(id)")
+            self.columns = "|".join(columns)
+            self.pending = {r[0]: (r[1], r[2]) for r in conn.execute(
+                "SELECT id, signature, content_signature FROM temp.phr_seen")}
+            return dict(self.pending)
+        differs = " OR ".join(f"{c} IS NOT t.{n} COLLATE BINARY" for c, n in zip(columns, names, strict=True))
+        changed = conn.execute(f"SELECT s.id, {signatures_sql}, {selected} FROM sessions s "
+                               f"LEFT JOIN temp.phr_seen t ON t.id = s.id WHERE t.id IS NULL OR {differs}").fetchall()
+        signatures = dict(self.signatures)
+        if changed:
+            conn.executemany(f"INSERT OR REPLACE INTO temp.phr_seen VALUES ({', '.join('?' * len(changed[0]))})",
+                             changed)
+            signatures.update((r[0], (r[1], r[2])) for r in changed)
+        if conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] != len(signatures):
+            gone = [r[0] for r in conn.execute(
+                "SELECT id FROM temp.phr_seen WHERE id NOT IN (SELECT id FROM main.sessions)")]
+            conn.executemany("DELETE FROM temp.phr_seen WHERE id = ?", [(sid,) for sid in gone])
+            for sid in gone:
+                signatures.pop(sid, None)
+        self.pending = signatures
+        return dict(signatures)
+
+    def committed(self) -> None:
+        if self.pending is not None:
+            self.signatures, self.pending = self.pending, None
+
+
 class HermesReader:
     """One read transaction over ``state.db``: every call sees the same snapshot."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, seen: _Seen | None = None) -> None:
         self._conn = conn
+        self._seen = seen
         available = _columns(conn, "sessions")
         self._session_cols = _select_list(available, _SESSION_DEFAULTS, ("id",))
         self._signatures = (f"{_signature_sql(available, _SIGNATURE_COLUMNS)} AS signature, "
                             f"{_signature_sql(available, _CONTENT_COLUMNS)} AS content_signature")
+        self._signature_columns = [c if c in available else _SESSION_DEFAULTS[c]
+                                   for c in (*_SIGNATURE_COLUMNS, *_CONTENT_COLUMNS)]
         self._message_cols = _select_list(
             _columns(conn, "messages"), _MESSAGE_DEFAULTS, ("id", "session_id", "role"))
 
     def signatures(self) -> dict[str, tuple[str, str]]:
+        if self._seen is not None:
+            return self._seen.read(self._conn, self._signature_columns, self._signatures)
         return {r[0]: (r[1], r[2]) for r in self._conn.execute(f"SELECT id, {self._signatures} FROM sessions")}
 
     def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]:
@@ -259,29 +324,38 @@ class HermesReader:
         rows = self._conn.execute("SELECT DISTINCT session_id FROM messages WHERE id > ?", (message_id,))
         return {r[0] for r in rows}
 
-    def _message(self, row: sqlite3.Row) -> SourceMessage:
+    def _rows(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
+        """Message rows as plain tuples, in the order of ``_message_cols`` (what :meth:`_message`
+        unpacks): a full build reads every message, and looking columns up by name was a
+        tenth of its time."""
+        cursor = self._conn.cursor()
+        cursor.row_factory = None
+        return cursor.execute(sql, params)
+
+    @staticmethod
+    def _message(row: tuple) -> SourceMessage:
+        mid, _, role, content, tool_calls, tool_name, tool_call_id, timestamp, _ = row
         return SourceMessage(
-            id=int(row["id"]),
-            role=str(row["role"]),
-            content=decode_content(row["content"]),
-            timestamp=_number(row["timestamp"]),
-            tool_calls=decode_tool_calls(row["tool_calls"]),
-            tool_name=row["tool_name"],
-            tool_call_id=row["tool_call_id"],
+            int(mid),
+            str(role),
+            decode_content(content),
+            _number(timestamp),
+            decode_tool_calls(tool_calls) if tool_calls else (),
+            tool_name,
+            tool_call_id,
         )
 
     def messages(self, session_id: str) -> list[SourceMessage]:
-        rows = self._conn.execute(
+        rows = self._rows(
             f"SELECT {self._message_cols} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
             (session_id,),
         )
         return [self._message(r) for r in rows]
 
     def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]:
-        rows = self._conn.execute(
-            f"SELECT {self._message_cols} FROM messages WHERE active = 1 ORDER BY session_id, id")
+        rows = self._rows(f"SELECT {self._message_cols} FROM messages WHERE active = 1 ORDER BY session_id, id")
         for row in rows:
-            yield row["session_id"], self._message(row)
+            yield row[1], self._message(row)
 
 
 class HermesSource:
@@ -321,14 +395,66 @@ class HermesSource:
 
     @contextmanager
     def read(self) -> Iterator[HermesReader]:
-        conn = connect_readonly(self.db_path)
+        """One snapshot, on a pooled connection when one is free (:func:`_checkout`), whose
+        memory of the last read makes :meth:`HermesReader.signatures` incremental."""
+        pooled = _checkout(self.db_path)
+        conn, seen = pooled.conn, pooled.seen
+        reusable = False
         try:
             conn.execute("BEGIN")
             try:
-                yield HermesReader(conn)
-            finally:
+                yield HermesReader(conn, seen)
+            except BaseException:
                 conn.execute("ROLLBACK")
+                raise
+            # Ends a read of state.db (nothing there is written) and keeps this read's TEMP rows.
+            conn.execute("COMMIT")
+            seen.committed()
+            reusable = True
         except sqlite3.DatabaseError as exc:
             raise RecallError(f"cannot read session database {self.db_path}: {exc}", "db_unreadable") from exc
         finally:
-            conn.close()
+            _checkin(self.db_path, pooled, reusable)
+
+
+@dataclass
+class _Pooled:
+    conn: sqlite3.Connection
+    inode: int
+    seen: _Seen
+
+
+#: Idle reader connections by database, least recently used first, with what each last saw.
+#: Bounded as :data:`_watches` is, and for the same reason; a connection in use is not here,
+#: so two reads at once each have their own.
+_pool: OrderedDict[str, _Pooled] = OrderedDict()
+_pool_lock = threading.Lock()
+
+
+def _checkout(path: Path) -> _Pooled:
+    try:
+        inode = path.stat().st_ino
+    except OSError:
+        inode = -1
+    with _pool_lock:
+        pooled = _pool.pop(str(path), None)
+    if pooled is not None:
+        if pooled.inode == inode:
+            return pooled
+        pooled.conn.close()  # the file was replaced: what this connection saw is not of it
+    conn = connect_readonly(path)
+    conn.execute("PRAGMA temp_store=MEMORY")
+    return _Pooled(conn, inode, _Seen())
+
+
+def _checkin(path: Path, pooled: _Pooled, reusable: bool) -> None:
+    if not reusable:
+        pooled.conn.close()
+        return
+    with _pool_lock:
+        old = _pool.pop(str(path), None)
+        _pool[str(path)] = pooled
+        while len(_pool) > MAX_WATCHES:
+            _pool.popitem(last=False)[1].conn.close()
+    if old is not None:
+        old.conn.close()

@@ -1,0 +1,132 @@
+"""The keyword index build and the first check after a commit, timed by CPU as well as wall.
+
+``python -m bench.index_profile --size M [--profile] [--checks 9] [--digest] [--run-dir NAME]``
+
+``bench.run`` times the same build in wall seconds, which a shared machine skews; this
+reports ``time.process_time`` beside it (the build is single-threaded), so figures taken while
+other work runs stay comparable, and ``--profile`` prints where the build's time goes
+(cProfile, by own time). The first check after a commit is timed after a commit to
+``state.db`` that changes no session (a row in a side table): every session is compared and
+nothing is rewritten, which is the cost each search pays right after Hermes writes a turn
+that touches no indexed session. ``--digest`` prints a hash of what the build wrote (the
+entries table and every FTS5 term's per-row counts), so two versions of the indexer can be
+shown to write the same index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import hashlib
+import io
+import json
+import pstats
+import sqlite3
+import statistics
+import sys
+import time
+from pathlib import Path
+
+from .corpus import DEFAULT_SEED, SIZES, ensure_corpus
+from .run import INDEX_DIR, OUT, prepare_home
+
+
+def build(home: Path, profile: bool) -> dict:
+    from project_history_recall.recall import Recall
+
+    recall = Recall(home)
+    profiler = cProfile.Profile() if profile else None
+    cpu, wall = time.process_time(), time.perf_counter()
+    if profiler:
+        profiler.enable()
+    report = recall.refresh()
+    if profiler:
+        profiler.disable()
+    cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+    result = {"messages": report.messages_read, "entries": report.entries_written,
+              "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
+              "keyword_wall_seconds": report.keyword_seconds, "phases": report.phases,
+              "messages_per_cpu_s": round(report.messages_read / cpu),
+              "messages_per_s": round(report.messages_read / wall)}
+    if profiler:
+        out = io.StringIO()
+        pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(30)
+        result["profile"] = out.getvalue()
+    return result
+
+
+def _touch(state_db: Path) -> None:
+    """A commit to state.db that changes no session."""
+    conn = sqlite3.connect(state_db)
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS bench_touch (at REAL)")
+        conn.execute("INSERT INTO bench_touch VALUES (?)", (time.time(),))
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def first_checks(home: Path, runs: int) -> dict:
+    from project_history_recall.recall import Recall
+
+    recall = Recall(home)
+    recall.refresh()
+    walls, cpus = [], []
+    for _ in range(runs):
+        _touch(home / "state.db")
+        cpu, wall = time.process_time(), time.perf_counter()
+        report = recall.refresh()
+        cpus.append(time.process_time() - cpu)
+        walls.append(time.perf_counter() - wall)
+        if not report.compared or report.changed:
+            raise RuntimeError(f"the check after a side-table commit should compare and change nothing: {report}")
+    return {"runs": runs, "p50_ms": round(statistics.median(walls) * 1000, 2),
+            "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
+
+
+def digest(home: Path) -> str:
+    """A hash of the entries table and of every FTS5 term's document and occurrence counts."""
+    conn = sqlite3.connect(home / INDEX_DIR / "index.db")
+    try:
+        h = hashlib.sha256()
+        for row in conn.execute("SELECT id, session_id, message_id, position, kind, role, tool_name, timestamp, "
+                                "text, context FROM entries ORDER BY id"):
+            h.update(repr(row).encode())
+        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, entries_fts, row)")
+        for row in conn.execute("SELECT term, doc, cnt FROM temp.vocab ORDER BY term"):
+            h.update(repr(row).encode())
+        for row in conn.execute("SELECT id, signature, content_signature, message_count, entry_count, repo_root "
+                                "FROM sessions ORDER BY id"):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+    finally:
+        conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.index_profile", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", choices=sorted(SIZES), default="M")
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--profile", action="store_true", help="print the build's cProfile, by own time")
+    parser.add_argument("--checks", type=int, default=9, help="first checks after a commit to time (0: none)")
+    parser.add_argument("--digest", action="store_true", help="print a hash of what the build wrote")
+    parser.add_argument("--run-dir", default=None,
+                        help="folder under bench/out for the home (default index-profile-<size>); two builds "
+                             "run side by side, so that both see the same load, need two")
+    args = parser.parse_args(argv)
+    corpus = ensure_corpus(OUT / f"corpus-{args.size}", args.seed, SIZES[args.size])
+    home = prepare_home(corpus, OUT / (args.run_dir or f"index-profile-{args.size}"))
+    result = build(home, args.profile)
+    profile = result.pop("profile", None)
+    if args.checks:
+        result["first_check_after_commit"] = first_checks(home, args.checks)
+    if args.digest:
+        result["digest"] = digest(home)
+    print(json.dumps(result, indent=1))
+    if profile:
+        print(profile)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
