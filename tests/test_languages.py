@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import pytest
 
 from builders import History, git_init, session_ids, tool_call
@@ -64,6 +68,17 @@ def test_natural_language_question_prefers_the_session_matching_most_words(repo_
 def test_snippets_mark_the_matched_terms(repo_history):
     result = repo_history.recall().search("缓存", session_id="ask", mode="keyword")["results"][0]
     assert "**缓存**" in result["snippet"] and result["link"] == "@session:zh-ad"
+
+
+def test_a_snippet_does_not_depend_on_the_hash_seed(repo_history):
+    """Overlapping bigrams (数据 / 据库) of equal length: the one marked must not be set order."""
+    script = ("import sys; from project_history_recall.recall import Recall; "
+              "print(Recall(sys.argv[1]).search('数据库', session_id='ask', mode='keyword')['results'][0]['snippet'])")
+    repo_history.session("zh-db", repo_history.root.parent / "app", "我们查了数据库的日志", "日志在 /var/log 里")
+    snippets = {subprocess.run([sys.executable, "-c", script, str(repo_history.root)], check=True,
+                               capture_output=True, text=True,
+                               env={**os.environ, "PYTHONHASHSEED": seed}).stdout for seed in ("0", "3", "4")}
+    assert len(snippets) == 1, snippets
 
 
 def test_fts_operators_and_quotes_are_literal(repo_history):

@@ -27,7 +27,7 @@ def _patterns(plan: QueryPlan, lowered: bool) -> tuple[re.Pattern[str], ...]:
             surfaces.update(alt)
     surfaces.update(plan.substrings)
     patterns = []
-    for surface in sorted(surfaces, key=len, reverse=True):
+    for surface in sorted(surfaces, key=lambda s: (-len(s), s)):  # ties by text: never hash order
         if not surface:
             continue
         escaped = re.escape(surface.lower() if lowered else surface)
