@@ -3,20 +3,50 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from builders import History, git_init
-from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence
+from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence, shown_message
 
 
 def test_evidence_adds_coverage_and_length_to_keyword_and_cosine() -> None:
-    ev = message_evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1},
-                          {"m1": 1.0, "m2": 0.5}, {"m1": 20, "m2": 20, "m3": 20})
+    ev = message_evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20})
+    coverage = {"m1": 1.0, "m2": 0.5}
     prior = 1.5 * length_prior(20)
-    assert ev["m2"] == pytest.approx(1.0 + 0.25 * 0.5 + prior)
-    assert ev["m1"] == pytest.approx(0.8 + 0.25 * 1.0 + 0.25 * 1.0 + prior)
-    assert ev["m3"] == pytest.approx(0.25 * 0.5 + prior)
-    assert max(ev, key=ev.__getitem__) == "m1"  # covering the query and the meaning beat a bare BM25 lead
-    assert message_evidence({"m": 0.0}, {}, {}, {}) == {"m": 0.0}
+    assert ev.score("m2", coverage["m2"]) == pytest.approx(1.0 + 0.25 * 0.5 + prior)
+    assert ev.score("m1", coverage["m1"]) == pytest.approx(0.8 + 0.25 * 1.0 + 0.25 * 1.0 + prior)
+    assert ev.score("m3", 0.0) == pytest.approx(0.25 * 0.5 + prior)
+    # covering the query and the meaning beat a bare BM25 lead
+    assert shown_message(["m1", "m2", "m3"], ev, lambda key: coverage.get(key, 0.0)) == "m1"
+    assert message_evidence({"m": 0.0}, {}, {}).score("m", 0.0) == 0.0
+
+
+keys = st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=8, unique=True)
+scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan=False), max_size=8)
+
+
+@settings(max_examples=300)
+@given(keys=keys, kw=scores, sem=scores, cov=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
+                                                                          st.integers(0, 3000), max_size=8))
+def test_coverage_is_asked_only_where_it_can_change_the_choice(keys, kw, sem, cov, chars) -> None:
+    ev = message_evidence(kw, sem, chars)
+    share = {key: min(1.0, value / 50) for key, value in cov.items()}
+    asked: list[str] = []
+
+    def coverage(key: str) -> float:
+        asked.append(key)
+        return share.get(key, 0.0)
+
+    full = [ev.score(key, share.get(key, 0.0)) for key in keys]
+    assert shown_message(keys, ev, coverage) == keys[full.index(max(full))]  # the first of the best
+
+
+def test_a_message_far_behind_is_not_tokenized_again() -> None:
+    ev = message_evidence({"lead": 10.0, "echo": 9.0, "far": 0.5}, {}, {"lead": 500, "echo": 500, "far": 500})
+    asked: list[str] = []
+    assert shown_message(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0) == "lead"
+    assert asked == ["lead", "echo"]
 
 
 def test_length_counts_up_to_the_cap_only() -> None:

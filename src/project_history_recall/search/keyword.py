@@ -20,7 +20,7 @@ from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
-from project_history_recall.search.message_choice import message_evidence
+from project_history_recall.search.message_choice import message_evidence, shown_message
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit, units_in_text
 
@@ -323,18 +323,20 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     by_session: dict[str, list[tuple[tuple[str, int | str], Hit]]] = defaultdict(list)
     for key, hit in faces.items():
         by_session[key[0]].append((key, hit))
-    # the messages of the sessions shown: only they need their own coverage of the query
-    shown_faces = [kh for item in order for kh in by_session[item.key]]
     plan = keyword.plan
-    coverage_of = {key: len(_units(hit, plan)) / max(1, len(plan.units)) for key, hit in shown_faces
-                   if plan is not None and hit.keyword_rank is not None}
-    support = message_evidence(kw_messages, sem_messages, coverage_of,
-                               {key: len(hit.text) for key, hit in shown_faces})
+    units = max(1, len(plan.units)) if plan is not None else 1
+
+    def message_coverage(key: tuple[str, int | str]) -> float:
+        hit = faces[key]
+        return len(_units(hit, plan)) / units if plan is not None and hit.keyword_rank is not None else 0.0
+
+    evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})
     results = []
     for item in order:
-        candidates = sorted(by_session[item.key], key=lambda kh: (-support.get(kh[0], 0.0), str(kh[0][1])))
-        shown = next((h for _, h in candidates if h.kind != "title"), candidates[0][1])
-        results.append(SessionResult(item.key, shown, item.score, [h for _, h in candidates]))
+        candidates = sorted(by_session[item.key], key=lambda kh: str(kh[0][1]))
+        real = [key for key, hit in candidates if hit.kind != "title"]
+        shown = shown_message(real or [key for key, _ in candidates], evidence, message_coverage)
+        results.append(SessionResult(item.key, faces[shown], item.score, [h for _, h in candidates]))
     return results
 
 

@@ -18,8 +18,9 @@ message, 2026-12-04 evening"); held-out figures are in ``docs/benchmarks.md``.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
-from typing import TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from project_history_recall.search.fusion import normalize_by_max, normalize_minmax
 
@@ -37,14 +38,42 @@ def length_prior(chars: int) -> float:
     return math.log1p(min(max(chars, 0), LENGTH_CAP)) / 6.0
 
 
-def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], coverage: Mapping[K, float],
-                     chars: Mapping[K, int]) -> dict[K, float]:
-    """Evidence per candidate message (see the module doc): ``keyword`` BM25 (higher is
-    better), ``semantic`` cosines, ``coverage`` the share of the query's units each message
-    matches, ``chars`` each message's length. Keys are those of ``keyword`` and ``semantic``."""
+@dataclass(frozen=True)
+class Evidence(Generic[K]):
+    """The evidence of a query's candidate messages (:func:`message_evidence`), the coverage
+    term left to :meth:`score`: working it out tokenizes a message again, so
+    :func:`shown_message` asks for it only where it could change the choice."""
+
+    #: ``bm25 / max bm25 + DENSE · minmax(cos)`` per candidate
+    partial: dict[K, float]
+    chars: Mapping[K, int]
+
+    def score(self, key: K, coverage: float) -> float:
+        return self.partial.get(key, 0.0) + COVERAGE * coverage + LENGTH * length_prior(self.chars.get(key, 0))
+
+
+def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], chars: Mapping[K, int]) -> Evidence[K]:
+    """Evidence of every candidate message (see the module doc): ``keyword`` BM25 (higher is
+    better), ``semantic`` cosines, ``chars`` each message's length. Keys are those of
+    ``keyword`` and ``semantic``."""
     kw = normalize_by_max(keyword)
     if max(keyword.values(), default=0.0) <= 0:
         kw = dict.fromkeys(kw, 0.0)
     sem = normalize_minmax(semantic)
-    return {key: kw.get(key, 0.0) + DENSE * sem.get(key, 0.0) + COVERAGE * coverage.get(key, 0.0)
-            + LENGTH * length_prior(chars.get(key, 0)) for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
+    partial = {key: kw.get(key, 0.0) + DENSE * sem.get(key, 0.0) for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
+    return Evidence(partial, chars)
+
+
+def shown_message(keys: Sequence[K], evidence: Evidence[K], coverage: Callable[[K], float]) -> K:
+    """The key of ``keys`` with the best evidence, the first of equals. ``coverage(key)`` (the
+    share of the query's units the message matches, 0–1) is asked best bound first, and no
+    more once a message's score with full coverage falls below the best found: it cannot win."""
+    order = {key: i for i, key in enumerate(keys)}
+    best, best_score = keys[0], -math.inf
+    for key in sorted(keys, key=lambda k: (-evidence.score(k, 1.0), order[k])):
+        if evidence.score(key, 1.0) < best_score:
+            break
+        score = evidence.score(key, coverage(key))
+        if score > best_score or (score == best_score and order[key] < order[best]):
+            best, best_score = key, score
+    return best
