@@ -66,3 +66,15 @@ def test_an_index_of_the_previous_schema_is_migrated_and_ranks_the_same(h):
     conn.execute("PRAGMA user_version = 9")
     conn.close()
     assert _ranked(search("kestrel deploy")) == before
+
+
+def test_an_index_missing_its_scope_index_is_healed_not_ranked_by_like(h):
+    """At the current schema a missing (id, session_id) index is damage, as a missing table is:
+    the index is moved aside and rebuilt, and ranks as before (not by the LIKE fallback)."""
+    before = _ranked(search("kestrel deploy"))
+    data_dir = h.root / "plugins" / "project-history-recall"
+    conn = sqlite3.connect(data_dir / "index.db")
+    conn.execute("DROP INDEX entries_id_session")
+    conn.close()
+    assert _ranked(search("kestrel deploy")) == before
+    assert list(data_dir.glob("index.db.index_corrupt-*"))

@@ -406,8 +406,8 @@ def is_damage(exc: BaseException) -> bool:
     and not a query FTS5 cannot parse)."""
     text = str(exc).lower()
     return isinstance(exc, sqlite3.DatabaseError) and "syntax error" not in text and any(
-        sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "corrupt",
-                                  "vtable constructor failed", "fts5"))
+        sign in text for sign in ("malformed", "not a database", "no such table", "no such column", "no such index",
+                                  "corrupt", "vtable constructor failed", "fts5"))
 
 
 def get_meta(conn: sqlite3.Connection, key: str, default: str | None = None) -> str | None:
