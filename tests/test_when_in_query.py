@@ -33,15 +33,15 @@ def day(y: int, m: int, d: int) -> float:
     ("we fixed it 3 days ago", ASKED - 4 * DAY, ASKED - 2 * DAY + DAY),
 ])
 def test_query_windows(text, after, before) -> None:
-    window = query_window(text, ASKED)
+    window = query_window(text, lambda: ASKED)
     assert window is not None
     assert (window.after, window.before) == (after, before)
 
 
 def test_no_window_without_a_time_phrase_and_relative_ones_need_the_asking_time() -> None:
-    assert query_window("When was the last time Elise saw her ex?", ASKED) is None
-    assert query_window("the retry policy", ASKED) is None
-    assert query_window("what did we decide yesterday", None) is None
+    assert query_window("When was the last time Elise saw her ex?", lambda: ASKED) is None
+    assert query_window("the retry policy", lambda: ASKED) is None
+    assert query_window("what did we decide yesterday", lambda: None) is None
 
 
 def _history(tmp_path) -> tuple[History, float]:
@@ -87,8 +87,22 @@ def test_a_result_said_inside_the_window_is_never_low() -> None:
         hit = Hit(1, sid, 1, "user", "text", said)
         return SessionResult(sid, hit, 1.0, [hit])
 
-    window = query_window("what did we decide yesterday", ASKED)
+    window = query_window("what did we decide yesterday", lambda: ASKED)
     results = [result("inside", ASKED - DAY), result("outside", ASKED - 30 * DAY)]
     low = [Assessment(0.1, "low"), Assessment(0.1, "low")]
     assert [a.level for a in vouch(low, results, window)] == ["medium", "low"]
     assert vouch(low, results, None) == low
+
+
+def test_the_asking_time_is_read_only_for_a_relative_phrase() -> None:
+    asked: list[None] = []
+
+    def asked_at() -> float:
+        asked.append(None)
+        return ASKED
+
+    assert query_window("the retry policy", asked_at) is None
+    assert query_window("what did we cook on 29 Dec 2023", asked_at) is not None
+    assert asked == []
+    assert query_window("what did we decide last week", asked_at) is not None
+    assert asked == [None]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -107,15 +108,16 @@ def _next_month(year: int, month: int) -> float | None:
     return _local(year + month // 12, month % 12 + 1)
 
 
-def query_window(text: str, asked_at: float | None) -> Window | None:
+def query_window(text: str, asked_at: Callable[[], float | None]) -> Window | None:
     """The time a question is about, from a date or a relative phrase in its words.
 
     A day ("on 29 Dec 2023", "09.01.2024", "January 6 2024") means that day and the next (a
     day is often told the day after: "yesterday I..."); a month or a year ("in January 2024",
     "in 2017") that span and one day more; "before" / "after" / "since" open the window on
     one side (inclusive of the named day). Relative phrases ("yesterday", "last week", "3
-    days ago") count back from ``asked_at``, the asking session's time (None: they are not
-    read). Dates are local time, like :func:`parse_when`. None when nothing is found."""
+    days ago") count back from ``asked_at()``, the asking session's time, asked only for such
+    a phrase (None: they are not read). Dates are local time, like :func:`parse_when`. None
+    when nothing is found."""
     for pattern in _DATES:
         match = pattern.search(text)
         if not match:
@@ -135,18 +137,20 @@ def query_window(text: str, asked_at: float | None) -> Window | None:
         start, end = _local(int(match["year"]), 1), _local(int(match["year"]) + 1, 1)
         if start is not None and end is not None:
             return _bounded(match["lead"], start, end, match.group(0).strip())
-    if asked_at is None:
-        return None
     for pattern, back, until in _RELATIVE_PHRASES:
         match = pattern.search(text)
         if match:
-            return Window(asked_at - back * _DAY, asked_at - until * _DAY + _DAY, match.group(0))
+            now = asked_at()
+            return None if now is None else Window(now - back * _DAY, now - until * _DAY + _DAY, match.group(0))
     match = _AGO.search(text)
     if match:
+        now = asked_at()
+        if now is None:
+            return None
         count = int(match["n"]) if match["n"].isdigit() else _NUMBERS[match["n"].lower()]
         days = count * _UNIT_DAYS[match["unit"].lower()]
         slack = max(1.0, days / 4)
-        return Window(asked_at - (days + slack) * _DAY, asked_at - (days - slack) * _DAY + _DAY, match.group(0))
+        return Window(now - (days + slack) * _DAY, now - (days - slack) * _DAY + _DAY, match.group(0))
     return None
 
 

@@ -121,7 +121,7 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
                                         scope.session_ids, filters, top_k)
         except ProviderError as exc:
             state = SemanticState("unavailable", error=exc.message)
-    window = query_window(question.text, _asked_at(conn, asker.session_id))
+    window = query_window(question.text, lambda: _asked_at(conn, asker.session_id))
     pool = max(question.limit, WINDOW_POOL) if window else question.limit
     if mode == "semantic" and not vector_hits:  # no vectors yet in scope (partial, indexing,
         # unavailable): the keyword results stand in, and semantic_status says why.
