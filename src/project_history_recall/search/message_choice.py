@@ -69,9 +69,10 @@ def shown_message(keys: Sequence[K], evidence: Evidence[K], coverage: Callable[[
     share of the query's units the message matches, 0–1) is asked best bound first, and no
     more once a message's score with full coverage falls below the best found: it cannot win."""
     order = {key: i for i, key in enumerate(keys)}
+    bound = {key: evidence.score(key, 1.0) for key in keys}
     best, best_score = keys[0], -math.inf
-    for key in sorted(keys, key=lambda k: (-evidence.score(k, 1.0), order[k])):
-        if evidence.score(key, 1.0) < best_score:
+    for key in sorted(keys, key=lambda k: (-bound[k], order[k])):
+        if bound[key] < best_score:
             break
         score = evidence.score(key, coverage(key))
         if score > best_score or (score == best_score and order[key] < order[best]):

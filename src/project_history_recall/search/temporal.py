@@ -32,10 +32,11 @@ def prefer_window(results: list[SessionResult], window: Window | None, limit: in
     """``results`` with those said inside ``window`` first (each group in its own order), cut to ``limit``."""
     if window is None:
         return results[:limit]
-    inside = [r for r in results if said_within(r, window)]
-    if not inside:
-        return results[:limit]
-    return (inside + [r for r in results if not said_within(r, window)])[:limit]
+    inside: list[SessionResult] = []
+    outside: list[SessionResult] = []
+    for result in results:
+        (inside if said_within(result, window) else outside).append(result)
+    return (inside + outside)[:limit]
 
 
 def vouch(assessments: list[Assessment], results: list[SessionResult], window: Window | None) -> list[Assessment]:

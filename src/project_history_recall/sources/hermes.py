@@ -82,6 +82,13 @@ _watches_lock = threading.Lock()
 MAX_WATCHES = 4
 
 
+def _close_beyond_bound(registry: OrderedDict[str, _Watch] | OrderedDict[str, _Pooled]) -> None:
+    """Close the least recently used connections of ``registry`` (caller holds its lock)
+    beyond :data:`MAX_WATCHES`."""
+    while len(registry) > MAX_WATCHES:
+        registry.popitem(last=False)[1].conn.close()
+
+
 def _data_version(path: Path, inode: int) -> str | None:
     """``PRAGMA data_version`` of a long-lived read-only connection to ``path``, which
     changes whenever another connection commits. Its values mean something only on that
@@ -96,8 +103,7 @@ def _data_version(path: Path, inode: int) -> str | None:
                 if watch is not None:
                     watch.conn.close()
                 watch = _watches[key] = _Watch(connect_readonly(path, timeout=0.1), inode, uuid.uuid4().hex)
-                while len(_watches) > MAX_WATCHES:
-                    _watches.popitem(last=False)[1].conn.close()
+                _close_beyond_bound(_watches)
             _watches.move_to_end(key)
             version = watch.conn.execute("PRAGMA data_version").fetchone()[0]
         except (RecallError, sqlite3.DatabaseError):
@@ -454,7 +460,6 @@ def _checkin(path: Path, pooled: _Pooled, reusable: bool) -> None:
     with _pool_lock:
         old = _pool.pop(str(path), None)
         _pool[str(path)] = pooled
-        while len(_pool) > MAX_WATCHES:
-            _pool.popitem(last=False)[1].conn.close()
+        _close_beyond_bound(_pool)
     if old is not None:
         old.conn.close()
