@@ -22,10 +22,11 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+
+from project_history_recall.search.message_choice import length_prior
 
 from .eval_retrieval import Runner
 from .evalset import EvalSet, build_home
@@ -88,7 +89,7 @@ def features(query: dict, m: dict) -> Features:
     kw = m["kw"] / query["max_kw"] if query["max_kw"] > 0 else 0.0
     cos = (m["cos"] - low) / (high - low) if m["cos"] is not None and high > low else (1.0 if m["cos"] else 0.0)
     coverage = m["units"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
-    return kw, cos, coverage, math.log1p(min(m["chars"], 1000)) / 6.0
+    return kw, cos, coverage, length_prior(m["chars"])
 
 
 Rule = Callable[[Features], float]
