@@ -61,6 +61,8 @@ class Outcome:
     other_project: int = 0
     error: str | None = None
     replies: list[tuple[str, int | None] | None] = field(default_factory=list)
+    #: each result's ``also`` message (hybrid), None where it shows none
+    also: list[tuple[str, int | None] | None] = field(default_factory=list)
     #: the answer said "no confident match" (every result low confidence)
     flagged: bool = False
 
@@ -68,13 +70,15 @@ class Outcome:
         gold = set(self.query.gold_sessions)
         return next((i for i, sid in enumerate(self.sessions[:10], start=1) if sid in gold), None)
 
-    def message_rank(self, message_ids: dict[str, list[int]], with_reply: bool = False) -> int | None:
+    def message_rank(self, message_ids: dict[str, list[int]], with_reply: bool = False,
+                     with_also: bool = False) -> int | None:
         """Rank of the first result whose shown message (or, ``with_reply``, the reply shown
-        with it) is a gold message."""
+        with it; ``with_also``, its ``also`` message too) is a gold message."""
         gold = {(sid, message_ids[sid][i]) for sid, i in self.query.gold_messages or ()}
-        replies = self.replies if with_reply else []
+        extra = [self.replies] if with_reply else []
+        extra += [self.also] if with_also else []
         return next((i for i, pair in enumerate(self.messages[:10], start=1)
-                     if pair in gold or (i <= len(replies) and replies[i - 1] in gold)), None)
+                     if pair in gold or any(i <= len(shown) and shown[i - 1] in gold for shown in extra)), None)
 
 
 @dataclass
@@ -159,7 +163,8 @@ class Runner:
             results = [r for r in results if home is not None and self.project_of(r["session_id"]) == home]
         pairs = [(r["session_id"], r.get("message_id")) for r in results]
         replies = [(r["session_id"], r["reply"]["message_id"]) if r.get("reply") else None for r in results]
-        outcome = Outcome(query, seconds, _distinct(pairs), pairs, error=error, replies=replies,
+        also = [(r["session_id"], r["also"]["message_id"]) if r.get("also") else None for r in results]
+        outcome = Outcome(query, seconds, _distinct(pairs), pairs, error=error, replies=replies, also=also,
                           flagged=bool(results) and response.get("message") == NO_CONFIDENT)
         for sid in outcome.sessions:
             if home is not None and self.project_of(sid) == home:
@@ -236,9 +241,10 @@ def mode_figures(outcomes: list[Outcome], message_ids: dict[str, list[int]]) -> 
         ranks = [o.message_rank(message_ids) for o in with_messages]
         figures["messages"] = {f"hit@{k}": _r(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
                                for k in KS} | {"n": len(ranks)}
-        ranks = [o.message_rank(message_ids, with_reply=True) for o in with_messages]
-        figures["messages_with_reply"] = {
-            f"hit@{k}": _r(sum(1 for r in ranks if r is not None and r <= k) / len(ranks)) for k in KS}
+        for key, also in (("messages_with_reply", False), ("messages_shown", True)):
+            ranks = [o.message_rank(message_ids, with_reply=True, with_also=also) for o in with_messages]
+            figures[key] = {f"hit@{k}": _r(sum(1 for r in ranks if r is not None and r <= k) / len(ranks))
+                            for k in KS}
     negatives = [o for o in outcomes if o.query.negative]
     first_right = [o for o in outcomes if not o.query.negative and o.rank() == 1]
     figures["negatives"] = {"n": len(negatives),
@@ -297,10 +303,11 @@ def print_set(name: str, run: SetRun, figures: dict, baseline_scoped: bool) -> N
         print(_table([f"mode / {label}", *METRICS], rows))
     if any("messages" in f for f in figures.values()):
         print("\nmessage level (gold_messages):")
-        print(_table(["mode", "hit@1", "hit@5", "hit@10", "with reply: hit@1", "hit@5", "hit@10", "n"],
-                     [[mode, *(f["messages"][m] for m in ("hit@1", "hit@5", "hit@10")),
-                       *(f["messages_with_reply"][m] for m in ("hit@1", "hit@5", "hit@10")), f["messages"]["n"]]
-                      for mode, f in figures.items() if "messages" in f]))
+        ks = ("hit@1", "hit@5", "hit@10")
+        print(_table(["mode", *ks, "with reply: hit@1", "hit@5", "hit@10", "every shown (+ also): hit@1", "hit@5",
+                      "hit@10", "n"],
+                     [[mode, *(f[key][m] for key in ("messages", "messages_with_reply", "messages_shown") for m in ks),
+                       f["messages"]["n"]] for mode, f in figures.items() if "messages" in f]))
     print("\nno confident match: " + "; ".join(
         f"{mode}: negatives {f['negatives']['flagged']}/{f['negatives']['n']} {f['negatives']['by_category']}, "
         f"first-right {f['negatives']['first_right_flagged']}/{f['negatives']['first_right']}"

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import History, git_init
-from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence, shown_message
+from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence, shown_messages
 
 
 def test_evidence_adds_coverage_and_length_to_keyword_and_cosine() -> None:
@@ -18,7 +18,7 @@ def test_evidence_adds_coverage_and_length_to_keyword_and_cosine() -> None:
     assert ev.score("m1", coverage["m1"]) == pytest.approx(0.8 + 0.25 * 1.0 + 0.25 * 1.0 + prior)
     assert ev.score("m3", 0.0) == pytest.approx(0.25 * 0.5 + prior)
     # covering the query and the meaning beat a bare BM25 lead
-    assert shown_message(["m1", "m2", "m3"], ev, lambda key: coverage.get(key, 0.0)) == "m1"
+    assert shown_messages(["m1", "m2", "m3"], ev, lambda key: coverage.get(key, 0.0), 3) == ["m1", "m2", "m3"]
     assert message_evidence({"m": 0.0}, {}, {}).score("m", 0.0) == 0.0
 
 
@@ -28,8 +28,9 @@ scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan
 
 @settings(max_examples=300)
 @given(keys=keys, kw=scores, sem=scores, cov=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
-                                                                          st.integers(0, 3000), max_size=8))
-def test_coverage_is_asked_only_where_it_can_change_the_choice(keys, kw, sem, cov, chars) -> None:
+                                                                          st.integers(0, 3000), max_size=8),
+       n=st.integers(1, 3))
+def test_coverage_is_asked_only_where_it_can_change_the_choice(keys, kw, sem, cov, chars, n) -> None:
     ev = message_evidence(kw, sem, chars)
     share = {key: min(1.0, value / 50) for key, value in cov.items()}
     asked: list[str] = []
@@ -38,14 +39,18 @@ def test_coverage_is_asked_only_where_it_can_change_the_choice(keys, kw, sem, co
         asked.append(key)
         return share.get(key, 0.0)
 
-    full = [ev.score(key, share.get(key, 0.0)) for key in keys]
-    assert shown_message(keys, ev, coverage) == keys[full.index(max(full))]  # the first of the best
+    full = {key: ev.score(key, share.get(key, 0.0)) for key in keys}
+    best_first = sorted(keys, key=lambda key: (-full[key], keys.index(key)))  # the first of equals first
+    assert shown_messages(keys, ev, coverage, n) == best_first[:n]
 
 
 def test_a_message_far_behind_is_not_tokenized_again() -> None:
     ev = message_evidence({"lead": 10.0, "echo": 9.0, "far": 0.5}, {}, {"lead": 500, "echo": 500, "far": 500})
     asked: list[str] = []
-    assert shown_message(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0) == "lead"
+    assert shown_messages(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0) == ["lead"]
+    assert asked == ["lead", "echo"]
+    asked.clear()
+    assert shown_messages(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0, 2) == ["lead", "echo"]
     assert asked == ["lead", "echo"]
 
 
@@ -69,4 +74,23 @@ def test_a_result_shows_the_line_that_says_something_not_the_echo(tmp_path) -> N
     result = h.recall().search("what does Latte do", session_id="ask", mode="hybrid")["results"][0]
     assert result["session_id"] == "chat"
     assert result["message_id"] == ids[2]
+    # the session's next best line is shown too, one of the other two that name Latte
+    assert result["also"]["message_id"] in ids[:2]
+    assert "Latte" in result["also"]["snippet"]
+    assert "also" not in h.recall().search("what does Latte do", session_id="ask", mode="keyword")["results"][0]
+    h.close()
+
+
+@pytest.mark.model
+def test_also_is_neither_the_shown_message_nor_its_reply(tmp_path) -> None:
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    ids = h.session("chat", repo, "Did you name the new puppy Latte or Mocha in the end?",
+                    "Latte, after the colour of the puppy's coat", "the puppy Latte loves the park by the river")
+    for n, topic in enumerate(("the csv exporter dropped rows", "tea or coffee this morning")):
+        h.session(f"other{n}", repo, topic, f"noted, {topic}")
+    h.session("ask", repo)
+    result = h.recall().search("what did they name the puppy", session_id="ask", mode="hybrid")["results"][0]
+    assert (result["message_id"], result["reply"]["message_id"]) == (ids[0], ids[1])
+    assert result["also"]["message_id"] == ids[2]
     h.close()

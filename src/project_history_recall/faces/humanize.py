@@ -72,6 +72,8 @@ def search(payload: dict) -> str:
         lines.append(f"   {r['snippet']}")
         if r.get("reply"):
             lines.append(f"   ↳ reply ({r['reply']['kind']}): {r['reply']['snippet']}")
+        if r.get("also"):
+            lines.append(f"   + also ({r['also']['kind']}): {r['also']['snippet']}")
     return "\n".join(lines)
 
 

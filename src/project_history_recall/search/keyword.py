@@ -14,13 +14,13 @@ import json
 import sqlite3
 import statistics
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from project_history_recall.index.indexer import searchable_text
 from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
-from project_history_recall.search.message_choice import message_evidence, shown_message
+from project_history_recall.search.message_choice import message_evidence, shown_messages
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import QueryPlan, Unit, units_in_text
 
@@ -40,6 +40,9 @@ GATE_COVERAGE = 0.67
 GATE_PIN = 2
 #: Semantic candidates (messages) that hybrid fuses, whatever ``embedding.top_k`` says.
 HYBRID_SEMANTIC_K = 100
+#: Messages kept behind a hybrid result's shown one, so that it can show the next best (``also``)
+#: when the first of them is the reply it already shows.
+RUNNERS_UP = 2
 
 
 #: Only the sessions of the strongest hits compete on query coverage (re-tokenizing is the cost).
@@ -82,6 +85,8 @@ class SessionResult:
     best: Hit
     score: float
     hits: list[Hit]
+    #: the session's next messages by the evidence that chose ``best`` (hybrid only), best first
+    runners_up: list[Hit] = field(default_factory=list)
 
 
 def _filter_sql(filters: Filters) -> tuple[str, list[object]]:
@@ -335,8 +340,9 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     for item in order:
         candidates = sorted(by_session[item.key], key=lambda kh: str(kh[0][1]))
         real = [key for key, hit in candidates if hit.kind != "title"]
-        shown = shown_message(real or [key for key, _ in candidates], evidence, message_coverage)
-        results.append(SessionResult(item.key, faces[shown], item.score, [h for _, h in candidates]))
+        shown = shown_messages(real or [key for key, _ in candidates], evidence, message_coverage, RUNNERS_UP + 1)
+        results.append(SessionResult(item.key, faces[shown[0]], item.score, [h for _, h in candidates],
+                                     [faces[key] for key in shown[1:]]))
     return results
 
 

@@ -11,8 +11,10 @@ misses a message gives 0), ``units`` are the query units the message matches its
 The length term is there because BM25's length normalisation favours the shortest line
 that repeats a query word ("skiing?", "Hey Kate!"), while the line that answers usually
 says more; the cap keeps a 30,000-character tool output from winning on length alone.
-The weights were chosen on the REALTALK tune split (``bench/REAL_SETS.md``, "Shown
-message, 2026-12-04 evening"); held-out figures are in ``docs/benchmarks.md``.
+A result shows the best message and, as ``also``, the next best (a session's evidence is
+often split over two lines: the question's topic in one, its answer in another). The
+weights were chosen on the REALTALK tune split (``bench/REAL_SETS.md``, "Shown message,
+2026-12-04 evening"); held-out figures are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def length_prior(chars: int) -> float:
 class Evidence(Generic[K]):
     """The evidence of a query's candidate messages (:func:`message_evidence`), the coverage
     term left to :meth:`score`: working it out tokenizes a message again, so
-    :func:`shown_message` asks for it only where it could change the choice."""
+    :func:`shown_messages` asks for it only where it could change the choice."""
 
     #: ``bm25 / max bm25 + DENSE · minmax(cos)`` per candidate
     partial: dict[K, float]
@@ -64,17 +66,17 @@ def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], ch
     return Evidence(partial, chars)
 
 
-def shown_message(keys: Sequence[K], evidence: Evidence[K], coverage: Callable[[K], float]) -> K:
-    """The key of ``keys`` with the best evidence, the first of equals. ``coverage(key)`` (the
-    share of the query's units the message matches, 0–1) is asked best bound first, and no
-    more once a message's score with full coverage falls below the best found: it cannot win."""
+def shown_messages(keys: Sequence[K], evidence: Evidence[K], coverage: Callable[[K], float], n: int = 1) -> list[K]:
+    """The ``n`` keys of ``keys`` with the best evidence, best first (the first of equals first).
+    ``coverage(key)`` (the share of the query's units the message matches, 0–1) is asked best
+    bound first, and no more once a message's score with full coverage falls below the
+    ``n``-th best found: it cannot be among them."""
     order = {key: i for i, key in enumerate(keys)}
     bound = {key: evidence.score(key, 1.0) for key in keys}
-    best, best_score = keys[0], -math.inf
+    found: list[tuple[float, int, K]] = []
     for key in sorted(keys, key=lambda k: (-bound[k], order[k])):
-        if bound[key] < best_score:
+        if len(found) >= n and bound[key] < -found[n - 1][0]:
             break
-        score = evidence.score(key, coverage(key))
-        if score > best_score or (score == best_score and order[key] < order[best]):
-            best, best_score = key, score
-    return best
+        found.append((-evidence.score(key, coverage(key)), order[key], key))
+        found.sort()
+    return [key for _, _, key in found[:n]]

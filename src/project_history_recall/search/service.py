@@ -75,7 +75,7 @@ def search(conn: sqlite3.Connection, resolver: Resolver, asker: Asker, question:
                 "sessions_in_scope": scope.sessions_in_scope, **semantic.idle_state().as_dict()}
     ranked = _rank(conn, scope, asker, question, semantic)
     state = ranked.state
-    results = [_result(conn, g.best, ranked.plan, scope, question.everywhere, chain_block) | {
+    results = [_result(conn, g, ranked.plan, scope, question.everywhere, chain_block) | {
         "confidence": a.level, "confidence_score": a.score} for g, a in zip(ranked.results, ranked.assessments,
                                                                             strict=True)]
     response = {**base, "results": results, "sessions_in_scope": scope.sessions_in_scope, **state.as_dict()}
@@ -186,12 +186,19 @@ def _reply(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan) -> dict | None:
     answer = next((r for r in rows if r["kind"] != hit.kind), None)
     if answer is None:
         return None
-    return {"message_id": answer["message_id"], "kind": answer["kind"], "snippet": make_snippet(answer["text"], plan),
-            "when": format_when(answer["timestamp"])}
+    return _shown(answer["message_id"], answer["kind"], answer["text"], answer["timestamp"], plan)
 
 
-def _result(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan, scope: Scope, everywhere: bool,
+def _shown(message_id: int | None, kind: str, text: str, timestamp: float | None, plan: QueryPlan) -> dict:
+    """A message shown beside a result's own (its ``reply``, its ``also``)."""
+    return {"message_id": message_id, "kind": kind, "snippet": make_snippet(text, plan), "when": format_when(timestamp)}
+
+
+def _result(conn: sqlite3.Connection, group: SessionResult, plan: QueryPlan, scope: Scope, everywhere: bool,
             chain_block: bool) -> dict:
+    """A result: its session, the shown message, and (hybrid) ``also``, the next best message of
+    the session that is neither the shown one nor its reply."""
+    hit = group.best
     row = conn.execute("SELECT title, started_at, source FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
     result = {
         "session_id": hit.session_id,
@@ -207,6 +214,10 @@ def _result(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan, scope: Scope, e
     reply = _reply(conn, hit, plan)
     if reply:
         result["reply"] = reply
+    also = next((h for h in group.runners_up
+                 if h.kind != "title" and (reply is None or h.message_id != reply["message_id"])), None)
+    if also is not None:
+        result["also"] = _shown(also.message_id, also.kind, also.text, also.timestamp, plan)
     if everywhere:
         result["project"] = scope.identities[hit.session_id].as_dict()
     if chain_block:
