@@ -61,8 +61,6 @@ def collect(set_paths: Sequence[Path], model: str, out_dir: Path = OUT) -> list[
 
 
 def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
-    # NB: written against the pre-"rooms" API (main @ abd7b33: Recall.asker/resolver/provider/index);
-    # the import paths are today's, the Recall calls below still need porting before `collect` runs here.
     from project_history_recall.index.indexer import searchable_text
     from project_history_recall.recall import Recall
     from project_history_recall.search.keyword import keyword_hits, rank_keyword
@@ -93,15 +91,15 @@ def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
         meta["embed"] = recall.embed()
         meta["embed_seconds"] = round(time.perf_counter() - clock, 2)
         where = {mid: (sid, i) for sid, ids in built.message_ids.items() for i, mid in enumerate(ids)}
-        provider = recall.provider()
+        provider = recall.semantic.provider()
         conn = recall.index.connect_readonly()
-        resolver = recall.resolver()
+        resolver = recall.workspace.resolver()
         try:
             for evalset in evalsets:
                 record: dict = {"set": evalset.name, **meta, "queries": []}
                 clock = time.perf_counter()
                 for q in evalset.queries:
-                    asker = recall.asker(conn, resolver, q.current_session, None)
+                    asker = recall.workspace.asker(conn, resolver, q.current_session, None)
                     scope = compute_scope(conn, resolver, asker.identity, q.current_session, everywhere=False,
                                           branch=None)
                     plan = plan_query(q.query)
