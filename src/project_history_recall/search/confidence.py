@@ -28,6 +28,7 @@ Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -47,7 +48,16 @@ class Signals:
     candidate); ``top_cosine``: the best cosine in scope; ``cosine_gap``: best minus median
     candidate cosine (a flat list means nothing stands out); ``missing``: share of the query's
     units that no keyword candidate in scope matches; ``query_units``: how many units the
-    query has."""
+    query has.
+
+    The rarity signals weigh each query unit by its IDF over the whole index
+    (:func:`unit_weights`), because "the query's rare words are in this session" and "this
+    session shares the query's common words" have the same coverage: ``idf_share``: the
+    weight share of the units this session's keyword entries match; ``idf_missing``: the
+    weight share of the units no keyword candidate matches (``missing`` by weight);
+    ``rarest_matched``: 1 when the session matches the rarest unit that any candidate matches;
+    ``agree``: 1 when the session leads keyword and holds the best semantic message (two
+    sources picking the same session)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -58,6 +68,36 @@ class Signals:
     cosine_gap: float = 0.0
     missing: float = 0.0
     query_units: float = 0.0
+    idf_share: float = 0.0
+    idf_missing: float = 0.0
+    rarest_matched: float = 0.0
+    agree: float = 0.0
+
+    @property
+    def missing_by_length(self) -> float:
+        """``missing`` grows in weight with the query's length: two of three units missing is
+        common for a short chat question, rare for a long issue title that is really there."""
+        return self.missing * math.log1p(self.query_units)
+
+
+def unit_weights(matches: dict[str, int], entries: int) -> dict[str, float]:
+    """Each unit's IDF, ``log((N + 1) / (n + 0.5))`` over the index's ``N`` entries, ``n`` of
+    which match it (as BM25 weighs it; counted up to a cap, so common units share the floor)."""
+    return {label: math.log((entries + 1) / (n + 0.5)) for label, n in matches.items()}
+
+
+def with_rarity(signals: list[Signals], weights: dict[str, float], reachable: set[str],
+                matched: list[set[str]], agreeing: list[bool]) -> list[Signals]:
+    """``signals`` with the rarity signals filled in (see :class:`Signals`): ``matched`` is
+    each result's matched units, ``reachable`` the units any candidate matches, ``agreeing``
+    whether each result is the session both sources put first."""
+    total = sum(weights.values())
+    rarest = max(reachable, key=lambda u: (weights.get(u, 0.0), u)) if reachable else None
+    missing = sum(w for u, w in weights.items() if u not in reachable) / total if total > 0 else 0.0
+    return [dataclasses.replace(
+        s, idf_share=sum(weights.get(u, 0.0) for u in units) / total if total > 0 else 0.0,
+        idf_missing=missing, rarest_matched=float(rarest is not None and rarest in units), agree=float(agree))
+        for s, units, agree in zip(signals, matched, agreeing, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -95,29 +135,43 @@ MODELS: dict[str, Model] = {
                   'session_cosine',
                   'top_cosine',
                   'cosine_gap',
-                  'missing'),
-        mean=(0.60042, 3.34528, 0.99404, 0.35821, 0.39162, 0.43205, 0.21805, 0.31694),
-        std=(0.27577, 2.37824, 0.07662, 0.27329, 0.14329, 0.12219, 0.08027, 0.24784),
-        weights=(0.1894, 0.5329, 0.2119, 0.7194, 1.1159, -0.6717, -0.0581, -0.5189),
-        bias=0.5598, low=0.2, high=0.729),
+                  'missing',
+                  'idf_missing',
+                  'agree',
+                  'rarest_matched',
+                  'missing_by_length'),
+        mean=(0.63256, 3.70258, 0.97631, 0.40251, 0.41315, 0.44404,
+              0.2182, 0.28617, 0.36473, 0.52139, 0.89037, 0.50167),
+        std=(0.29225, 2.56646, 0.13386, 0.28051, 0.14835, 0.12826,
+              0.08295, 0.24964, 0.29129, 0.49954, 0.31242, 0.44423),
+        weights=(0.4519, 1.0838, -0.1789, 0.0761, 0.1523, -0.3836,
+              0.5235, -0.2911, 0.0576, 0.1563, -0.1283, 0.0048),
+        bias=0.8612, low=0.3525, high=0.753),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
                   'keyword_share',
                   'margin',
-                  'missing'),
-        mean=(0.60325, 3.36531, 1.0, 0.3604, 0.31288),
-        std=(0.27278, 2.37124, 0.001, 0.27263, 0.24291),
-        weights=(0.1021, 0.8229, 0.0, 0.7777, -0.6481),
-        bias=0.6303, low=0.2125, high=0.705),
+                  'missing',
+                  'idf_share',
+                  'idf_missing',
+                  'rarest_matched',
+                  'missing_by_length'),
+        mean=(0.63994, 3.74643, 0.9895, 0.40709, 0.27922, 0.57154,
+              0.36663, 0.9027, 0.49123),
+        std=(0.28468, 2.54686, 0.0718, 0.2789, 0.2415, 0.31654,
+              0.2903, 0.29636, 0.43498),
+        weights=(0.0304, 1.3374, -0.1922, 0.2395, -0.7983, 0.4601,
+              0.5721, -0.1048, 0.03),
+        bias=1.044, low=0.5075, high=0.712),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',
                   'cosine_gap'),
         mean=(0.31812, 0.41606, 0.12846),
         std=(0.10884, 0.11182, 0.06241),
-        weights=(1.8475, -1.5865, 0.5665),
-        bias=-2.1966, low=0.2, high=0.773),
+        weights=(1.8465, -1.5876, 0.5648),
+        bias=-2.1936, low=0.2, high=0.772),
 }
 # fmt: on
 

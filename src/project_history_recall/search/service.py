@@ -14,11 +14,24 @@ from dataclasses import dataclass
 
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
-from project_history_recall.search.confidence import Assessment, Model, Signals, assess, model_for, nothing_confident
+from project_history_recall.index.store import is_damage
+from project_history_recall.search.confidence import (
+    Assessment,
+    Model,
+    Signals,
+    assess,
+    model_for,
+    nothing_confident,
+    unit_weights,
+    with_rarity,
+)
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
+    RANKING_BUDGET,
     Hit,
+    KeywordSessions,
     SessionResult,
+    _matches,
     group_by_session,
     hybrid_sessions,
     keyword_hits,
@@ -35,7 +48,7 @@ from project_history_recall.services.semantic import SemanticService, SemanticSt
 from project_history_recall.services.workspace import Asker
 from project_history_recall.sources import agent_of
 from project_history_recall.tokenizer import QueryPlan, plan_query
-from project_history_recall.when import format_when, query_window
+from project_history_recall.when import Window, format_when, query_window
 
 MODES = ("hybrid", "keyword", "semantic")
 NO_OTHER_SESSIONS = "No other sessions in this project"
@@ -102,6 +115,8 @@ class Ranked:
     signals: list[Signals]
     model: Model
     assessments: list[Assessment]
+    #: the time the question names (its results said inside it are never ``low``)
+    window: Window | None
 
 
 def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Question,
@@ -140,9 +155,32 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
     signals = result_signals(grouped, sessions, vector_hits, plan)
+    if sessions.hits and plan.units:
+        signals = _with_rarity(conn, signals, grouped, sessions, vector_hits, plan)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
-    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments)
+    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments, window)
+
+
+def _with_rarity(conn: sqlite3.Connection, signals: list[Signals], results: list[SessionResult],
+                 sessions: KeywordSessions, vector_hits: list[Hit], plan: QueryPlan) -> list[Signals]:
+    """The rarity signals (:func:`~.confidence.with_rarity`): each unit's entries counted in
+    the index up to the keyword tiers' budget (a rare unit costs next to nothing to count)."""
+    try:
+        counts = {u.label: _matches(conn, u.fts, RANKING_BUDGET) for u in plan.units}
+    except sqlite3.OperationalError as exc:
+        if is_damage(exc):
+            raise
+        return signals  # a query FTS5 cannot parse (keyword fell back to LIKE): no weights
+    weights = unit_weights(counts, int(conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]))
+    lone = len(plan.units) == 1
+    scores = sessions.scores
+    matched = [({plan.units[0].label} if r.session_id in scores else set()) if lone
+               else sessions.found.get(r.session_id, set()) for r in results]
+    leader = sessions.results[0].session_id if sessions.results else None
+    nearest = max(vector_hits, key=lambda h: (h.semantic_score, h.session_id)).session_id if vector_hits else None
+    agreeing = [r.session_id == leader == nearest for r in results]
+    return with_rarity(signals, weights, sessions.reachable(), matched, agreeing)
 
 
 def _asked_at(conn: sqlite3.Connection, session_id: str | None) -> float | None:
