@@ -29,26 +29,24 @@ from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
 
-from project_history_recall.search.confidence import Signals
-
 from .eval_retrieval import Runner
 from .evalset import EvalSet, build_home
 
 OUT = Path("bench/out/confidence")
 MODES = ("hybrid", "keyword", "semantic")
 #: Per table: its features and its rows ("first": each query's first result, label "it is
-#: right"; "all": every returned result, label "its session is gold"). Chosen on the tune sets
-#: (mean share of negatives flagged at < 5 % first-right flagged) among the base features,
-#: + ``missing``, + ``missing`` and ``query_units``, each with either rows (2026-12-04).
+#: right"; "all": every returned result, label "its session is gold"; "contrast": every result
+#: of a negative control against every gold result, then scaled to the first results, see
+#: :func:`calibrated`). Chosen on the tune sets (mean share of negatives flagged at < 5 %
+#: first-right flagged): the base features with "first" rows, + ``missing``, + ``query_units``
+#: (2026-12-04 noon); "contrast" rows, + ``agree`` for hybrid (evening: + IDF-weighted coverage,
+#: + IDF share missing, + rarest unit matched, + missing × log length did not help on tune).
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "keyword_share", "margin", "session_cosine", "top_cosine",
-                "cosine_gap", "missing", "idf_missing", "agree", "rarest_matched", "missing_by_length"), "negatives"),
-    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing", "idf_share", "idf_missing",
-                 "rarest_matched", "missing_by_length"), "negatives"),
+                "cosine_gap", "missing", "agree"), "contrast"),
+    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing"), "contrast"),
     "semantic": (("session_cosine", "top_cosine", "cosine_gap"), "all"),
 }
-#: Signals that are properties of :class:`Signals`, not fields.
-DERIVED = ("missing_by_length",)
 MAX_HIT_FLAG = 0.05
 HIGH_PRECISION = 0.90
 
@@ -78,7 +76,7 @@ def collect(path: Path) -> dict:
                         continue
                     table = next(k for k, m in _models().items() if m is ranked.model)
                     per_mode[mode] = {"table": table, "results": [
-                        [r.session_id, r.session_id in q.gold_sessions, _row(s),
+                        [r.session_id, r.session_id in q.gold_sessions, asdict(s),
                          ranked.window is not None and said_within(r, ranked.window)]
                         for r, s in zip(ranked.results, ranked.signals, strict=True)]}
                 record["queries"].append({"id": q.id, "category": q.category, "negative": q.negative,
@@ -87,11 +85,6 @@ def collect(path: Path) -> dict:
             conn.close()
             runner.close()
     return record
-
-
-def _row(signals: Signals) -> dict:
-    """The signals as the fit reads them: the fields and the derived properties."""
-    return asdict(signals) | {name: getattr(signals, name) for name in DERIVED}
 
 
 def _models() -> dict:
@@ -237,11 +230,11 @@ def main(argv: list[str] | None = None) -> int:
         firsts = [(results[0][1], results[0][0]) for _s, _q, results in fit_queries]
         if not firsts:
             continue
-        if which == "negatives":
-            # which features tell a negative control from a right answer, then how likely such
-            # a first result is right: the same logistic form, scaled (Platt on the first results)
-            contrast = [(results[0][1], results[0][0]) for _s, q, results in fit_queries
-                        if q["negative"] or results[0][0]]
+        if which == "contrast":
+            # which signals tell a negative control's results from gold results, then how likely
+            # a first result with them is right: the same logistic form, scaled (Platt)
+            contrast = [(sig, gold) for _s, q, results in fit_queries for gold, sig, _in in results
+                        if q["negative"] or gold]
             model = calibrated(fit(contrast, features), firsts)
         else:
             model = fit(firsts if which == "first" else [(sig, gold) for _s, _q, results in fit_queries

@@ -116,3 +116,71 @@ def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_pa
     assert ranked is not None and [r.session_id for r in ranked.results] == ["split"]
     assert ranked.signals[0].coverage == 1.0
     assert ranked.signals[0].missing == 0.0
+
+
+def test_a_session_holding_the_rare_unit_outweighs_one_sharing_the_common_one() -> None:
+    """The rarity signals weigh units by IDF: matching the one rare word is most of the
+    query's weight, matching the common word little of it (same coverage: one unit each)."""
+    from project_history_recall.search.confidence import unit_weights, with_rarity
+
+    weights = unit_weights({"zephyrine": 1, "plan": 900}, 1000)
+    assert weights["zephyrine"] > 5 * weights["plan"]
+    rare, common = with_rarity([Signals(), Signals()], weights, {"zephyrine", "plan"}, [{"zephyrine"}, {"plan"}],
+                               [True, False])
+    assert rare.idf_share > 0.8 > 0.2 > common.idf_share
+    assert (rare.rarest_matched, common.rarest_matched) == (1.0, 0.0)
+    assert (rare.agree, common.agree) == (1.0, 0.0)
+    assert rare.idf_missing == common.idf_missing == 0.0
+    (only_common,) = with_rarity([Signals()], weights, {"plan"}, [{"plan"}], [False])
+    assert only_common.idf_missing > 0.8 and only_common.rarest_matched == 1.0
+    assert Signals(missing=0.5, query_units=12).missing_by_length > Signals(missing=0.5, query_units=3).missing_by_length
+
+
+def test_the_ranking_reports_which_units_are_rare_in_the_index(tmp_path):
+    """Through the library's ranking: the session that holds the query's rare word gets the
+    rarity evidence, the sessions that share only its common word do not."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    history = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    history.session("rare", repo, "the zephyrine cache was cold this morning", "ok")
+    for n in range(6):
+        history.session(f"cache-{n}", repo, f"the cache plan number {n} is fine", "the cache is warm")
+    history.session("now", repo)
+    recall = history.recall()
+    recall.refresh()
+    conn = recall.fresh_reader()
+    try:
+        resolver = recall.workspace.resolver()
+        asker = recall.workspace.asker(conn, resolver, "now", None)
+        ranked = explain(conn, resolver, asker, Question("zephyrine cache", "keyword", 10, Filters(), False),
+                         recall.semantic)
+    finally:
+        conn.close()
+        history.close()
+    assert ranked is not None and ranked.results[0].session_id == "rare"
+    by_session = {r.session_id: s for r, s in zip(ranked.results, ranked.signals, strict=True)}
+    assert by_session["rare"].rarest_matched == 1.0 and by_session["rare"].idf_share == 1.0
+    others = [s for sid, s in by_session.items() if sid != "rare"]
+    assert others and all(s.rarest_matched == 0.0 and 0.0 < s.idf_share < 0.5 for s in others)
+    assert all(s.idf_missing == 0.0 for s in by_session.values())
+
+
+def test_the_fit_calibration_keeps_the_order_and_reads_as_a_probability() -> None:
+    """``bench.fit_confidence.calibrated``: the contrast fit's weights are rescaled so the
+    score is the probability that a first result is right, without reordering any result."""
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench.fit_confidence import calibrated, fit, probability
+
+    rows = [({"x": x / 10}, x >= 6 or x == 3) for x in range(10)]
+    contrast = fit([r for r in rows if r[0]["x"] < 0.2 or r[1]], ["x"])
+    model = calibrated(contrast, rows)
+    before = [probability(contrast, sig) for sig, _ in rows]
+    after = [probability(model, sig) for sig, _ in rows]
+    assert sorted(range(10), key=before.__getitem__) == sorted(range(10), key=after.__getitem__)
+    assert abs(sum(after) / len(after) - sum(label for _, label in rows) / len(rows)) < 0.05
+    assert sum(before) / len(before) > sum(after) / len(after) + 0.1  # the contrast fit alone overstates

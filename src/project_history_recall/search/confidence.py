@@ -17,18 +17,21 @@ with the ``use-multilingual`` model, by::
     python -m bench.fit_confidence bench/out/real/realtalk-tune.json bench/out/real/swe-small-tune.json
 
 which prints this table (its ``TABLES`` say which features and rows each table has, chosen
-on the tune sets). The hybrid and keyword tables are fitted on each query's first result
-(label: it is right), the semantic one on every returned result (label: its session is gold);
-one table scores every result, so a lower result's score reads "how likely a result with this
-evidence is the answer". ``low`` is the largest threshold under which fewer than 5 % of the
-tune queries whose first result is right would have every result flagged, on each tune set;
-``high`` the smallest above which at least 90 % of first results are right (pooled tune).
+on the tune sets). The hybrid and keyword tables weigh their signals by what tells a negative
+control's first result (a question whose session is not in scope) from a right first result,
+then are scaled to each query's first result (Platt: label "it is right"), so the score stays
+the probability that a first result with this evidence is right; the semantic one is fitted on
+every returned result (label: its session is gold). One table scores every result, so a lower
+result's score reads "how likely a result with this evidence is the answer". ``low`` is the
+largest threshold under which fewer than 5 % of the tune queries whose first result is right
+would have every result flagged (a result said inside the question's time is never low:
+:func:`~.temporal.vouch`), on each tune set; ``high`` the smallest above which at least 90 % of
+first results are right (pooled tune).
 Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default model changes.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -48,16 +51,9 @@ class Signals:
     candidate); ``top_cosine``: the best cosine in scope; ``cosine_gap``: best minus median
     candidate cosine (a flat list means nothing stands out); ``missing``: share of the query's
     units that no keyword candidate in scope matches; ``query_units``: how many units the
-    query has.
-
-    The rarity signals weigh each query unit by its IDF over the whole index
-    (:func:`unit_weights`), because "the query's rare words are in this session" and "this
-    session shares the query's common words" have the same coverage: ``idf_share``: the
-    weight share of the units this session's keyword entries match; ``idf_missing``: the
-    weight share of the units no keyword candidate matches (``missing`` by weight);
-    ``rarest_matched``: 1 when the session matches the rarest unit that any candidate matches;
-    ``agree``: 1 when the session leads keyword and holds the best semantic message (two
-    sources picking the same session)."""
+    query has; ``agree``: 1 when the session leads keyword and also holds the best semantic
+    message: two sources that rank independently picking the same session is evidence neither
+    score shows alone (another project's or a withheld session's question mostly splits them)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -68,36 +64,7 @@ class Signals:
     cosine_gap: float = 0.0
     missing: float = 0.0
     query_units: float = 0.0
-    idf_share: float = 0.0
-    idf_missing: float = 0.0
-    rarest_matched: float = 0.0
     agree: float = 0.0
-
-    @property
-    def missing_by_length(self) -> float:
-        """``missing`` grows in weight with the query's length: two of three units missing is
-        common for a short chat question, rare for a long issue title that is really there."""
-        return self.missing * math.log1p(self.query_units)
-
-
-def unit_weights(matches: dict[str, int], entries: int) -> dict[str, float]:
-    """Each unit's IDF, ``log((N + 1) / (n + 0.5))`` over the index's ``N`` entries, ``n`` of
-    which match it (as BM25 weighs it; counted up to a cap, so common units share the floor)."""
-    return {label: math.log((entries + 1) / (n + 0.5)) for label, n in matches.items()}
-
-
-def with_rarity(signals: list[Signals], weights: dict[str, float], reachable: set[str],
-                matched: list[set[str]], agreeing: list[bool]) -> list[Signals]:
-    """``signals`` with the rarity signals filled in (see :class:`Signals`): ``matched`` is
-    each result's matched units, ``reachable`` the units any candidate matches, ``agreeing``
-    whether each result is the session both sources put first."""
-    total = sum(weights.values())
-    rarest = max(reachable, key=lambda u: (weights.get(u, 0.0), u)) if reachable else None
-    missing = sum(w for u, w in weights.items() if u not in reachable) / total if total > 0 else 0.0
-    return [dataclasses.replace(
-        s, idf_share=sum(weights.get(u, 0.0) for u in units) / total if total > 0 else 0.0,
-        idf_missing=missing, rarest_matched=float(rarest is not None and rarest in units), agree=float(agree))
-        for s, units, agree in zip(signals, matched, agreeing, strict=True)]
 
 
 @dataclass(frozen=True)
@@ -136,34 +103,24 @@ MODELS: dict[str, Model] = {
                   'top_cosine',
                   'cosine_gap',
                   'missing',
-                  'idf_missing',
-                  'agree',
-                  'rarest_matched',
-                  'missing_by_length'),
-        mean=(0.63256, 3.70258, 0.97631, 0.40251, 0.41315, 0.44404,
-              0.2182, 0.28617, 0.36473, 0.52139, 0.89037, 0.50167),
-        std=(0.29225, 2.56646, 0.13386, 0.28051, 0.14835, 0.12826,
-              0.08295, 0.24964, 0.29129, 0.49954, 0.31242, 0.44423),
-        weights=(0.4519, 1.0838, -0.1789, 0.0761, 0.1523, -0.3836,
-              0.5235, -0.2911, 0.0576, 0.1563, -0.1283, 0.0048),
-        bias=0.8612, low=0.3525, high=0.753),
+                  'agree'),
+        mean=(0.34976, 1.72714, 0.60725, 0.11321, 0.31303, 0.39489,
+              0.19732, 0.4241, 0.14594),
+        std=(0.29457, 2.02525, 0.34248, 0.23412, 0.12896, 0.11015,
+              0.07784, 0.24235, 0.35305),
+        weights=(0.1094, 1.1332, -0.0905, 0.0605, 0.3329, -0.5367,
+              0.5177, -0.1928, 0.0448),
+        bias=-0.5843, low=0.2875, high=0.733),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
                   'keyword_share',
                   'margin',
-                  'missing',
-                  'idf_share',
-                  'idf_missing',
-                  'rarest_matched',
-                  'missing_by_length'),
-        mean=(0.63994, 3.74643, 0.9895, 0.40709, 0.27922, 0.57154,
-              0.36663, 0.9027, 0.49123),
-        std=(0.28468, 2.54686, 0.0718, 0.2789, 0.2415, 0.31654,
-              0.2903, 0.29636, 0.43498),
-        weights=(0.0304, 1.3374, -0.1922, 0.2395, -0.7983, 0.4601,
-              0.5721, -0.1048, 0.03),
-        bias=1.044, low=0.5075, high=0.712),
+                  'missing'),
+        mean=(0.39171, 1.93601, 0.68061, 0.12691, 0.39639),
+        std=(0.28437, 2.04796, 0.28576, 0.24435, 0.22929),
+        weights=(0.0099, 1.3672, 0.0553, 0.0684, -0.2957),
+        bias=-0.4739, low=0.28, high=0.712),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',

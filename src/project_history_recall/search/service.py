@@ -9,12 +9,12 @@ reader, the resolver and the asker; which semantic status holds is the
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from dataclasses import dataclass
 
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
-from project_history_recall.index.store import is_damage
 from project_history_recall.search.confidence import (
     Assessment,
     Model,
@@ -22,16 +22,12 @@ from project_history_recall.search.confidence import (
     assess,
     model_for,
     nothing_confident,
-    unit_weights,
-    with_rarity,
 )
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
-    RANKING_BUDGET,
     Hit,
     KeywordSessions,
     SessionResult,
-    _matches,
     group_by_session,
     hybrid_sessions,
     keyword_hits,
@@ -155,32 +151,22 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
     signals = result_signals(grouped, sessions, vector_hits, plan)
-    if sessions.hits and plan.units:
-        signals = _with_rarity(conn, signals, grouped, sessions, vector_hits, plan)
+    signals = _with_agreement(signals, grouped, sessions, vector_hits)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
     return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments, window)
 
 
-def _with_rarity(conn: sqlite3.Connection, signals: list[Signals], results: list[SessionResult],
-                 sessions: KeywordSessions, vector_hits: list[Hit], plan: QueryPlan) -> list[Signals]:
-    """The rarity signals (:func:`~.confidence.with_rarity`): each unit's entries counted in
-    the index up to the keyword tiers' budget (a rare unit costs next to nothing to count)."""
-    try:
-        counts = {u.label: _matches(conn, u.fts, RANKING_BUDGET) for u in plan.units}
-    except sqlite3.OperationalError as exc:
-        if is_damage(exc):
-            raise
-        return signals  # a query FTS5 cannot parse (keyword fell back to LIKE): no weights
-    weights = unit_weights(counts, int(conn.execute("SELECT coalesce(max(id), 0) FROM entries").fetchone()[0]))
-    lone = len(plan.units) == 1
-    scores = sessions.scores
-    matched = [({plan.units[0].label} if r.session_id in scores else set()) if lone
-               else sessions.found.get(r.session_id, set()) for r in results]
+def _with_agreement(signals: list[Signals], results: list[SessionResult], sessions: KeywordSessions,
+                    vector_hits: list[Hit]) -> list[Signals]:
+    """``signals`` with ``agree`` (:class:`~.confidence.Signals`): the result is keyword's best
+    session and holds the best semantic message."""
     leader = sessions.results[0].session_id if sessions.results else None
     nearest = max(vector_hits, key=lambda h: (h.semantic_score, h.session_id)).session_id if vector_hits else None
-    agreeing = [r.session_id == leader == nearest for r in results]
-    return with_rarity(signals, weights, sessions.reachable(), matched, agreeing)
+    if leader is None or leader != nearest:
+        return signals
+    return [dataclasses.replace(s, agree=1.0) if r.session_id == leader else s
+            for s, r in zip(signals, results, strict=True)]
 
 
 def _asked_at(conn: sqlite3.Connection, session_id: str | None) -> float | None:
