@@ -35,16 +35,19 @@ from .evalset import EvalSet, build_home
 OUT = Path("bench/out/confidence")
 MODES = ("hybrid", "keyword", "semantic")
 #: Per table: its features and its rows ("first": each query's first result, label "it is
-#: right"; "all": every returned result, label "its session is gold"; "contrast": every result
-#: of a negative control against every gold result, then scaled to the first results, see
+#: right"; "all": every returned result, label "its session is gold"; "contrast": negative
+#: controls' first results against right first results, "contrast-all": every result of a
+#: negative control against right first results, each then scaled to the first results, see
 #: :func:`calibrated`). Chosen on the tune sets (mean share of negatives flagged at < 5 %
-#: first-right flagged): the base features with "first" rows, + ``missing``, + ``query_units``
-#: (2026-12-04 noon); "contrast" rows, + ``agree`` for hybrid (evening: + IDF-weighted coverage,
-#: + IDF share missing, + rarest unit matched, + missing × log length did not help on tune).
+#: first-right flagged, among the tables that keep tests/test_confidence.py's clear match
+#: ``high`` and its unknown topic "no confident match"): 2026-12-04 noon, the base features
+#: with "first" rows, + ``missing``, + ``query_units``; evening, each row kind, + ``agree``,
+#: - ``keyword_share``, - ``cosine_gap`` (and IDF-weighted coverage, the IDF share of the missing
+#: units, rarest unit matched, missing × log length: none helped on tune).
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "keyword_share", "margin", "session_cosine", "top_cosine",
-                "cosine_gap", "missing", "agree"), "contrast"),
-    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing"), "contrast"),
+                "missing", "agree"), "contrast"),
+    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing"), "contrast-all"),
     "semantic": (("session_cosine", "top_cosine", "cosine_gap"), "all"),
 }
 MAX_HIT_FLAG = 0.05
@@ -230,12 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         firsts = [(results[0][1], results[0][0]) for _s, _q, results in fit_queries]
         if not firsts:
             continue
-        if which == "contrast":
-            # which signals tell a negative control's results from gold results, then how likely
-            # a first result with them is right: the same logistic form, scaled (Platt)
-            contrast = [(sig, gold) for _s, q, results in fit_queries for gold, sig, _in in results
-                        if q["negative"] or gold]
-            model = calibrated(fit(contrast, features), firsts)
+        if which.startswith("contrast"):
+            # which signals tell a negative control's results from right answers, then how
+            # likely a first result with them is right: the same logistic form, scaled (Platt)
+            right = [(results[0][1], True) for _s, q, results in fit_queries if not q["negative"] and results[0][0]]
+            negative = [(sig, False) for _s, q, results in fit_queries if q["negative"]
+                        for _g, sig, _in in (results if which == "contrast-all" else results[:1])]
+            model = calibrated(fit(right + negative, features), firsts)
         else:
             model = fit(firsts if which == "first" else [(sig, gold) for _s, _q, results in fit_queries
                                                           for gold, sig, _in in results], features)

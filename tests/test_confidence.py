@@ -118,64 +118,58 @@ def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_pa
     assert ranked.signals[0].missing == 0.0
 
 
-def test_a_session_holding_the_rare_unit_outweighs_one_sharing_the_common_one() -> None:
-    """The rarity signals weigh units by IDF: matching the one rare word is most of the
-    query's weight, matching the common word little of it (same coverage: one unit each)."""
-    from project_history_recall.search.confidence import unit_weights, with_rarity
-
-    weights = unit_weights({"zephyrine": 1, "plan": 900}, 1000)
-    assert weights["zephyrine"] > 5 * weights["plan"]
-    rare, common = with_rarity([Signals(), Signals()], weights, {"zephyrine", "plan"}, [{"zephyrine"}, {"plan"}],
-                               [True, False])
-    assert rare.idf_share > 0.8 > 0.2 > common.idf_share
-    assert (rare.rarest_matched, common.rarest_matched) == (1.0, 0.0)
-    assert (rare.agree, common.agree) == (1.0, 0.0)
-    assert rare.idf_missing == common.idf_missing == 0.0
-    (only_common,) = with_rarity([Signals()], weights, {"plan"}, [{"plan"}], [False])
-    assert only_common.idf_missing > 0.8 and only_common.rarest_matched == 1.0
-    assert Signals(missing=0.5, query_units=12).missing_by_length > Signals(missing=0.5, query_units=3).missing_by_length
-
-
-def test_the_ranking_reports_which_units_are_rare_in_the_index(tmp_path):
-    """Through the library's ranking: the session that holds the query's rare word gets the
-    rarity evidence, the sessions that share only its common word do not."""
+@pytest.mark.model
+def test_agree_marks_the_session_both_sources_put_first(h):
+    """``agree`` is 1 for keyword's best session when it also holds the best semantic message,
+    and for no other result."""
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
 
-    history = History(tmp_path / "hermes")
-    repo = git_init(tmp_path / "repo")
-    history.session("rare", repo, "the zephyrine cache was cold this morning", "ok")
-    for n in range(6):
-        history.session(f"cache-{n}", repo, f"the cache plan number {n} is fine", "the cache is warm")
-    history.session("now", repo)
-    recall = history.recall()
+    recall = h.recall()
     recall.refresh()
+    recall.embed()
     conn = recall.fresh_reader()
     try:
         resolver = recall.workspace.resolver()
         asker = recall.workspace.asker(conn, resolver, "now", None)
-        ranked = explain(conn, resolver, asker, Question("zephyrine cache", "keyword", 10, Filters(), False),
-                         recall.semantic)
+        ranked = explain(conn, resolver, asker, Question("heron client timeout retry budget", "hybrid", 10,
+                                                         Filters(), False), recall.semantic)
     finally:
         conn.close()
-        history.close()
-    assert ranked is not None and ranked.results[0].session_id == "rare"
-    by_session = {r.session_id: s for r, s in zip(ranked.results, ranked.signals, strict=True)}
-    assert by_session["rare"].rarest_matched == 1.0 and by_session["rare"].idf_share == 1.0
-    others = [s for sid, s in by_session.items() if sid != "rare"]
-    assert others and all(s.rarest_matched == 0.0 and 0.0 < s.idf_share < 0.5 for s in others)
-    assert all(s.idf_missing == 0.0 for s in by_session.values())
+    assert ranked is not None and ranked.results[0].session_id == "timeouts"
+    assert [s.agree for s in ranked.signals] == [1.0] + [0.0] * (len(ranked.signals) - 1)
+
+
+def _fit_module():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import fit_confidence
+
+    return fit_confidence
+
+
+def test_the_fit_counts_a_result_said_in_the_questions_time_as_never_low() -> None:
+    """``bench.fit_confidence.flagged_rates`` flags as the product does: a result inside the
+    question's time window is vouched for (``temporal.vouch``), so its query is not "no
+    confident match" however low its score."""
+    fc = _fit_module()
+    model = {"features": ("coverage",), "mean": [0.0], "std": [1.0], "weights": [1.0], "bias": 0.0}
+    weak = {"coverage": -3.0}
+    queries = [("set", {"negative": False, "category": "temporal"}, [(True, weak, True)]),
+               ("set", {"negative": False, "category": "temporal"}, [(True, weak, False)]),
+               ("set", {"negative": True, "category": "withheld"}, [(False, weak, False)])]
+    rates = fc.flagged_rates(model, 0.5, queries)
+    assert rates["true_first"] == 2 and rates["true_first_flagged"] == 0.5
+    assert rates["negatives_flagged"] == 1.0
 
 
 def test_the_fit_calibration_keeps_the_order_and_reads_as_a_probability() -> None:
     """``bench.fit_confidence.calibrated``: the contrast fit's weights are rescaled so the
     score is the probability that a first result is right, without reordering any result."""
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-    from bench.fit_confidence import calibrated, fit, probability
-
+    fc = _fit_module()
+    calibrated, fit, probability = fc.calibrated, fc.fit, fc.probability
     rows = [({"x": x / 10}, x >= 6 or x == 3) for x in range(10)]
     contrast = fit([r for r in rows if r[0]["x"] < 0.2 or r[1]], ["x"])
     model = calibrated(contrast, rows)
