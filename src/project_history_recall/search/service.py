@@ -15,14 +15,7 @@ from dataclasses import dataclass
 
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
-from project_history_recall.search.confidence import (
-    Assessment,
-    Model,
-    Signals,
-    assess,
-    model_for,
-    nothing_confident,
-)
+from project_history_recall.search.confidence import Assessment, Model, Signals, assess, model_for, nothing_confident
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
     Hit,
