@@ -35,13 +35,19 @@ from .evalset import EvalSet, build_home
 OUT = Path("bench/out/confidence")
 MODES = ("hybrid", "keyword", "semantic")
 #: Per table: its features and its rows ("first": each query's first result, label "it is
-#: right"; "all": every returned result, label "its session is gold"). Chosen on the tune sets
-#: (mean share of negatives flagged at < 5 % first-right flagged) among the base features,
-#: + ``missing``, + ``missing`` and ``query_units``, each with either rows (2026-12-04).
+#: right"; "all": every returned result, label "its session is gold"; "contrast": negative
+#: controls' first results against right first results, "contrast-all": every result of a
+#: negative control against right first results, each then scaled to the first results, see
+#: :func:`calibrated`). Chosen on the tune sets (mean share of negatives flagged at < 5 %
+#: first-right flagged, among the tables that keep tests/test_confidence.py's clear match
+#: ``high`` and its unknown topic "no confident match"): 2026-12-04 noon, the base features
+#: with "first" rows, + ``missing``, + ``query_units``; evening, each row kind, + ``agree``,
+#: - ``keyword_share``, - ``cosine_gap`` (and IDF-weighted coverage, the IDF share of the missing
+#: units, rarest unit matched, missing × log length: none helped on tune).
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "keyword_share", "margin", "session_cosine", "top_cosine",
-                "cosine_gap", "missing"), "first"),
-    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing"), "first"),
+                "missing", "agree"), "contrast"),
+    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing"), "contrast-all"),
     "semantic": (("session_cosine", "top_cosine", "cosine_gap"), "all"),
 }
 MAX_HIT_FLAG = 0.05
@@ -51,6 +57,7 @@ HIGH_PRECISION = 0.90
 def collect(path: Path) -> dict:
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
+    from project_history_recall.search.temporal import said_within
 
     evalset = EvalSet.load(path)
     record: dict = {"set": evalset.name, "queries": []}
@@ -63,7 +70,7 @@ def collect(path: Path) -> dict:
             resolver = recall.workspace.resolver()
             for q in evalset.queries:
                 asker = recall.workspace.asker(conn, resolver, q.current_session, None)
-                per_mode = {}
+                per_mode: dict[str, dict] = {}
                 for mode in MODES:
                     ranked = explain(conn, resolver, asker, Question(q.query, mode, 10, Filters(), False),
                                      recall.semantic)
@@ -72,7 +79,8 @@ def collect(path: Path) -> dict:
                         continue
                     table = next(k for k, m in _models().items() if m is ranked.model)
                     per_mode[mode] = {"table": table, "results": [
-                        [r.session_id, r.session_id in q.gold_sessions, asdict(s)]
+                        [r.session_id, r.session_id in q.gold_sessions, asdict(s),
+                         ranked.window is not None and said_within(r, ranked.window)]
                         for r, s in zip(ranked.results, ranked.signals, strict=True)]}
                 record["queries"].append({"id": q.id, "category": q.category, "negative": q.negative,
                                           "modes": per_mode})
@@ -115,29 +123,46 @@ def fit(rows: list[tuple[dict, bool]], features: Sequence[str], steps: int = 400
             "bias": round(float(b), 4)}
 
 
+def calibrated(model: dict, rows: list[tuple[dict, bool]]) -> dict:
+    """``model``'s linear score refitted to ``rows``' labels, ``σ(a · z + c)``, folded into its
+    weights and bias: the order of the scores is kept, their level becomes a probability."""
+    z = [_logit(model, sig) for sig, _ in rows]
+    mean = sum(z) / len(z)
+    sd = max(1e-3, (sum((v - mean) ** 2 for v in z) / len(z)) ** 0.5)
+    platt = fit([({"z": v}, label) for v, (_, label) in zip(z, rows, strict=True)], ["z"])
+    a = platt["weights"][0] / sd
+    return model | {"weights": [round(w * a, 4) for w in model["weights"]],
+                    "bias": round(platt["bias"] + a * (model["bias"] - mean), 4)}
+
+
+def _logit(model: dict, signals: dict) -> float:
+    return model["bias"] + sum(w * (signals[f] - m) / s for f, m, s, w in
+                               zip(model["features"], model["mean"], model["std"], model["weights"], strict=True))
+
+
 def probability(model: dict, signals: dict) -> float:
-    return _sigmoid(model["bias"] + sum(w * (signals[f] - m) / s for f, m, s, w in
-                                        zip(model["features"], model["mean"], model["std"], model["weights"],
-                                            strict=True)))
+    return _sigmoid(_logit(model, signals))
 
 
-def _queries(records: list[dict], mode: str, table: str) -> list[tuple[str, dict, list[tuple[bool, dict]]]]:
-    """(set, query, [(gold?, signals)]) for the queries whose answer used ``table``."""
+def _queries(records: list[dict], mode: str, table: str) -> list[tuple[str, dict, list[tuple[bool, dict, bool]]]]:
+    """(set, query, [(gold?, signals, said inside the question's time?)]) for the queries
+    whose answer used ``table``."""
     out = []
     for rec in records:
         for q in rec["queries"]:
             m = q["modes"][mode]
             if m["table"] == table and m["results"]:
-                out.append((rec["set"], q, [(gold, sig) for _sid, gold, sig in m["results"]]))
+                out.append((rec["set"], q, [(gold, sig, inside) for _sid, gold, sig, inside in m["results"]]))
     return out
 
 
 def flagged_rates(model: dict, low: float, queries: list) -> dict:
-    """Negatives with every result below ``low`` (by category), and first-right queries flagged."""
+    """Negatives with every result below ``low`` (by category), and first-right queries flagged;
+    a result said inside the question's time is never low (``temporal.vouch``), as in the product."""
     neg: dict[str, list[bool]] = defaultdict(list)
     hits: list[bool] = []
     for _set, q, results in queries:
-        flag = all(probability(model, sig) < low for _g, sig in results)
+        flag = all(probability(model, sig) < low and not inside for _g, sig, inside in results)
         if q["negative"]:
             neg[q["category"]].append(flag)
         elif results[0][0]:
@@ -177,6 +202,12 @@ def thresholds(model: dict, queries: list) -> tuple[float, float]:
     return round(low, 4), max(high, round(low, 4))
 
 
+def _wrapped(values: Sequence[float]) -> str:
+    """A tuple literal of ``values``, six to a line (the module's lines stay under 120 characters)."""
+    rows = [", ".join(repr(v) for v in values[i:i + 6]) for i in range(0, len(values), 6)]
+    return "(" + ",\n              ".join(rows) + ("," if len(values) == 1 else "") + ")"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.fit_confidence", description=__doc__.split("\n\n")[0])
     parser.add_argument("tune", nargs="+", type=Path, metavar="TUNE.json")
@@ -199,11 +230,19 @@ def main(argv: list[str] | None = None) -> int:
     report: dict = {"tables": {}, "figures": {}}
     for table, (features, which) in TABLES.items():
         fit_queries = [x for mode in MODES for x in _queries(tune, mode, table)]
-        rows = [(sig, gold) for _s, _q, results in fit_queries
-                for gold, sig in (results[:1] if which == "first" else results)]
-        if not rows:
+        firsts = [(results[0][1], results[0][0]) for _s, _q, results in fit_queries]
+        if not firsts:
             continue
-        model = fit(rows, features)
+        if which.startswith("contrast"):
+            # which signals tell a negative control's results from right answers, then how
+            # likely a first result with them is right: the same logistic form, scaled (Platt)
+            right = [(results[0][1], True) for _s, q, results in fit_queries if not q["negative"] and results[0][0]]
+            negative = [(sig, False) for _s, q, results in fit_queries if q["negative"]
+                        for _g, sig, _in in (results if which == "contrast-all" else results[:1])]
+            model = calibrated(fit(right + negative, features), firsts)
+        else:
+            model = fit(firsts if which == "first" else [(sig, gold) for _s, _q, results in fit_queries
+                                                          for gold, sig, _in in results], features)
         model["low"], model["high"] = thresholds(model, fit_queries)
         report["tables"][table] = model
     for path, rec in records.items():
@@ -217,8 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     print("MODELS: dict[str, Model] = {")
     for table, m in report["tables"].items():
         names = ",\n                  ".join(repr(f) for f in m["features"])
-        print(f'    "{table}": Model(\n        features=({names}),\n        mean={tuple(m["mean"])!r},\n'
-              f'        std={tuple(m["std"])!r},\n        weights={tuple(m["weights"])!r},\n'
+        print(f'    "{table}": Model(\n        features=({names}),\n        mean={_wrapped(m["mean"])},\n'
+              f'        std={_wrapped(m["std"])},\n        weights={_wrapped(m["weights"])},\n'
               f'        bias={m["bias"]!r}, low={m["low"]!r}, high={m["high"]!r}),')
     print("}")
     for name, f in report["figures"].items():

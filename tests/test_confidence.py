@@ -116,3 +116,65 @@ def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_pa
     assert ranked is not None and [r.session_id for r in ranked.results] == ["split"]
     assert ranked.signals[0].coverage == 1.0
     assert ranked.signals[0].missing == 0.0
+
+
+@pytest.mark.model
+def test_agree_marks_the_session_both_sources_put_first(h):
+    """``agree`` is 1 for keyword's best session when it also holds the best semantic message,
+    and for no other result."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    recall = h.recall()
+    recall.refresh()
+    recall.embed()
+    conn = recall.fresh_reader()
+    try:
+        resolver = recall.workspace.resolver()
+        asker = recall.workspace.asker(conn, resolver, "now", None)
+        ranked = explain(conn, resolver, asker, Question("heron client timeout retry budget", "hybrid", 10,
+                                                         Filters(), False), recall.semantic)
+    finally:
+        conn.close()
+    assert ranked is not None and ranked.results[0].session_id == "timeouts"
+    assert [s.agree for s in ranked.signals] == [1.0] + [0.0] * (len(ranked.signals) - 1)
+
+
+def _fit_module():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from bench import fit_confidence
+
+    return fit_confidence
+
+
+def test_the_fit_counts_a_result_said_in_the_questions_time_as_never_low() -> None:
+    """``bench.fit_confidence.flagged_rates`` flags as the product does: a result inside the
+    question's time window is vouched for (``temporal.vouch``), so its query is not "no
+    confident match" however low its score."""
+    fc = _fit_module()
+    model = {"features": ("coverage",), "mean": [0.0], "std": [1.0], "weights": [1.0], "bias": 0.0}
+    weak = {"coverage": -3.0}
+    queries = [("set", {"negative": False, "category": "temporal"}, [(True, weak, True)]),
+               ("set", {"negative": False, "category": "temporal"}, [(True, weak, False)]),
+               ("set", {"negative": True, "category": "withheld"}, [(False, weak, False)])]
+    rates = fc.flagged_rates(model, 0.5, queries)
+    assert rates["true_first"] == 2 and rates["true_first_flagged"] == 0.5
+    assert rates["negatives_flagged"] == 1.0
+
+
+def test_the_fit_calibration_keeps_the_order_and_reads_as_a_probability() -> None:
+    """``bench.fit_confidence.calibrated``: the contrast fit's weights are rescaled so the
+    score is the probability that a first result is right, without reordering any result."""
+    fc = _fit_module()
+    calibrated, fit, probability = fc.calibrated, fc.fit, fc.probability
+    rows = [({"x": x / 10}, x >= 6 or x == 3) for x in range(10)]
+    contrast = fit([r for r in rows if r[0]["x"] < 0.2 or r[1]], ["x"])
+    model = calibrated(contrast, rows)
+    before = [probability(contrast, sig) for sig, _ in rows]
+    after = [probability(model, sig) for sig, _ in rows]
+    assert sorted(range(10), key=before.__getitem__) == sorted(range(10), key=after.__getitem__)
+    assert abs(sum(after) / len(after) - sum(label for _, label in rows) / len(rows)) < 0.05
+    assert sum(before) / len(before) > sum(after) / len(after) + 0.1  # the contrast fit alone overstates

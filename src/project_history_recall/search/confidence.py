@@ -17,12 +17,16 @@ with the ``use-multilingual`` model, by::
     python -m bench.fit_confidence bench/out/real/realtalk-tune.json bench/out/real/swe-small-tune.json
 
 which prints this table (its ``TABLES`` say which features and rows each table has, chosen
-on the tune sets). The hybrid and keyword tables are fitted on each query's first result
-(label: it is right), the semantic one on every returned result (label: its session is gold);
-one table scores every result, so a lower result's score reads "how likely a result with this
-evidence is the answer". ``low`` is the largest threshold under which fewer than 5 % of the
-tune queries whose first result is right would have every result flagged, on each tune set;
-``high`` the smallest above which at least 90 % of first results are right (pooled tune).
+on the tune sets). The hybrid and keyword tables weigh their signals by what tells a negative
+control's first result (a question whose session is not in scope) from a right first result,
+then are scaled to each query's first result (Platt: label "it is right"), so the score stays
+the probability that a first result with this evidence is right; the semantic one is fitted on
+every returned result (label: its session is gold). One table scores every result, so a lower
+result's score reads "how likely a result with this evidence is the answer". ``low`` is the
+largest threshold under which fewer than 5 % of the tune queries whose first result is right
+would have every result flagged (a result said inside the question's time is never low:
+:func:`~.temporal.vouch`), on each tune set; ``high`` the smallest above which at least 90 % of
+first results are right (pooled tune).
 Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default model changes.
 """
 
@@ -47,7 +51,9 @@ class Signals:
     candidate); ``top_cosine``: the best cosine in scope; ``cosine_gap``: best minus median
     candidate cosine (a flat list means nothing stands out); ``missing``: share of the query's
     units that no keyword candidate in scope matches; ``query_units``: how many units the
-    query has."""
+    query has; ``agree``: 1 when the session leads keyword and also holds the best semantic
+    message: two sources that rank independently picking the same session is evidence neither
+    score shows alone (another project's or a withheld session's question mostly splits them)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -58,6 +64,7 @@ class Signals:
     cosine_gap: float = 0.0
     missing: float = 0.0
     query_units: float = 0.0
+    agree: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -94,30 +101,33 @@ MODELS: dict[str, Model] = {
                   'margin',
                   'session_cosine',
                   'top_cosine',
-                  'cosine_gap',
-                  'missing'),
-        mean=(0.60042, 3.34528, 0.99404, 0.35821, 0.39162, 0.43205, 0.21805, 0.31694),
-        std=(0.27577, 2.37824, 0.07662, 0.27329, 0.14329, 0.12219, 0.08027, 0.24784),
-        weights=(0.1894, 0.5329, 0.2119, 0.7194, 1.1159, -0.6717, -0.0581, -0.5189),
-        bias=0.5598, low=0.2, high=0.729),
+                  'missing',
+                  'agree'),
+        mean=(0.63256, 3.70258, 0.97631, 0.40251, 0.41315, 0.44404,
+              0.28617, 0.52139),
+        std=(0.29225, 2.56646, 0.13386, 0.28051, 0.14835, 0.12826,
+              0.24964, 0.49954),
+        weights=(0.2401, 1.2298, -0.2257, 0.0855, 0.0058, 0.1506,
+              -0.3355, 0.2722),
+        bias=1.0131, low=0.3525, high=0.743),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
                   'keyword_share',
                   'margin',
                   'missing'),
-        mean=(0.60325, 3.36531, 1.0, 0.3604, 0.31288),
-        std=(0.27278, 2.37124, 0.001, 0.27263, 0.24291),
-        weights=(0.1021, 0.8229, 0.0, 0.7777, -0.6481),
-        bias=0.6303, low=0.2125, high=0.705),
+        mean=(0.38979, 1.96549, 0.68949, 0.15922, 0.41013),
+        std=(0.29523, 2.16062, 0.30016, 0.26409, 0.2332),
+        weights=(0.1327, 0.9352, 1.007, 0.4225, -0.2831),
+        bias=-1.5142, low=0.2975, high=0.735),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',
                   'cosine_gap'),
         mean=(0.31812, 0.41606, 0.12846),
         std=(0.10884, 0.11182, 0.06241),
-        weights=(1.8475, -1.5865, 0.5665),
-        bias=-2.1966, low=0.2, high=0.773),
+        weights=(1.8465, -1.5876, 0.5648),
+        bias=-2.1936, low=0.2, high=0.772),
 }
 # fmt: on
 

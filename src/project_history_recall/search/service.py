@@ -9,6 +9,7 @@ reader, the resolver and the asker; which semantic status holds is the
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 from dataclasses import dataclass
 
@@ -18,6 +19,7 @@ from project_history_recall.search.confidence import Assessment, Model, Signals,
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
     Hit,
+    KeywordSessions,
     SessionResult,
     group_by_session,
     hybrid_sessions,
@@ -35,7 +37,7 @@ from project_history_recall.services.semantic import SemanticService, SemanticSt
 from project_history_recall.services.workspace import Asker
 from project_history_recall.sources import agent_of
 from project_history_recall.tokenizer import QueryPlan, plan_query
-from project_history_recall.when import format_when, query_window
+from project_history_recall.when import Window, format_when, query_window
 
 MODES = ("hybrid", "keyword", "semantic")
 NO_OTHER_SESSIONS = "No other sessions in this project"
@@ -102,6 +104,8 @@ class Ranked:
     signals: list[Signals]
     model: Model
     assessments: list[Assessment]
+    #: the time the question names (its results said inside it are never ``low``)
+    window: Window | None
 
 
 def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Question,
@@ -140,9 +144,22 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
     signals = result_signals(grouped, sessions, vector_hits, plan)
+    signals = _with_agreement(signals, grouped, sessions, vector_hits)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
-    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments)
+    return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments, window)
+
+
+def _with_agreement(signals: list[Signals], results: list[SessionResult], sessions: KeywordSessions,
+                    vector_hits: list[Hit]) -> list[Signals]:
+    """``signals`` with ``agree`` (:class:`~.confidence.Signals`): the result is keyword's best
+    session and holds the best semantic message."""
+    leader = sessions.results[0].session_id if sessions.results else None
+    nearest = max(vector_hits, key=lambda h: (h.semantic_score, h.session_id)).session_id if vector_hits else None
+    if leader is None or leader != nearest:
+        return signals
+    return [dataclasses.replace(s, agree=1.0) if r.session_id == leader else s
+            for s, r in zip(signals, results, strict=True)]
 
 
 def _asked_at(conn: sqlite3.Connection, session_id: str | None) -> float | None:
