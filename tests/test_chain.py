@@ -417,6 +417,48 @@ def test_home_sessions_get_no_history(small):
     assert result["rounds"] == [] and result["project"] == {"kind": "home"}
 
 
+def test_a_check_that_finds_the_index_as_it_left_it_runs_no_phase_but_another_writers_gap_is_filled(
+        small, monkeypatch):
+    """The check after a commit to state.db that changes no session runs no phase (what a phase
+    does is decided by the index, and nobody changed it since this process's last complete
+    refresh); when another writer committed a keyword phase without its edit phase, this
+    process's next check runs the edit phase although its own keyword phase writes nothing."""
+    import sqlite3
+
+    from project_history_recall.index.edit_phase import EditPhase
+
+    h, agent, repo = small
+    mine, other = h.recall(), h.recall()
+
+    def side_commit():
+        with sqlite3.connect(h.root / "state.db") as side:
+            side.execute("CREATE TABLE IF NOT EXISTS side_note (x)")
+            side.execute("INSERT INTO side_note VALUES (1)")
+
+    mine.refresh()
+    side_commit()
+    assert mine.refresh().phases["edits"]["sessions"] == 0  # the first comparison in this process
+    side_commit()
+    report = mine.refresh()
+    assert report.compared and not report.changed and report.phases == {}
+
+    h.session("b", repo, branch="main")
+    agent.ask("b", "rename fetch")
+    agent.edit("b", repo, "patch", {"mode": "replace", "path": FILE, "old_string": "def fetch(",
+                                    "new_string": "def fetch_one("})
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the other writer's edit phase was interrupted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(EditPhase, "_write", broken)
+        with pytest.raises(RuntimeError):
+            other.refresh()
+    report = mine.refresh()
+    assert report.sessions_updated == 0 and report.phases["edits"]["sessions"] >= 1
+    assert sessions_of(mine.code_history(FILE, session_id="ask")) == ["a", "b"]
+
+
 def test_cli_style_question_from_a_folder(small):
     h, _, repo = small
     result = h.recall().code_history("search.py", session_id=None, cwd=str(repo / "src"))

@@ -39,7 +39,12 @@ Progress = Callable[[int, int], None]
 class IndexPhase(Protocol):
     """Work derived from what the keyword phase wrote (the edit chain is one), run after that
     phase has committed, with the same consistent read of the source: keyword indexing never
-    pays for it. A phase keeps its own bookkeeping, so an interrupted one resumes."""
+    pays for it. A phase keeps its own bookkeeping, so an interrupted one resumes.
+
+    What a phase has to do is decided by the index alone (which sessions the keyword phase
+    rewrote since the phase's bookkeeping says it ran): so a refresh that finds the index
+    exactly as a refresh that ran every phase to the end left it, and writes nothing itself,
+    does not run the phases (the first check after a commit to ``state.db``)."""
 
     name: str
 
@@ -222,7 +227,8 @@ class Indexer:
         #: The mirror as the last refresh that changed no session left it, and the index's
         #: ``data_version`` right after that refresh's last commit (under the writer lock):
         #: while the version is the same, nobody else has committed, and the mirror is not
-        #: read again (20 ms at M, the larger half of the first check after a commit).
+        #: read again (20 ms at M, the larger half of the first check after a commit). Only a
+        #: refresh that ran to the end sets it, so it also says that every phase had finished.
         self._mirror: tuple[str, Mirror] | None = None
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
@@ -246,9 +252,9 @@ class Indexer:
                     report = RefreshReport(sessions_total=total, compared=False)
                 else:
                     with self.source.read() as reader:
-                        report, mirror = self._refresh(conn, reader, force, progress)
+                        report, mirror, settled = self._refresh(conn, reader, force, progress)
                         report.keyword_seconds = round(time.perf_counter() - started, 4)
-                        for phase in self.phases:
+                        for phase in () if settled else self.phases:
                             phase_started = time.perf_counter()
                             sessions = phase.run(conn, reader, force=force)
                             report.phases[phase.name] = {
@@ -269,11 +275,14 @@ class Indexer:
 
     # -- the algorithm ------------------------------------------------------
 
-    def _cached_mirror(self) -> Mirror | None:
-        if self._mirror is None:
+    def _take_cached_mirror(self) -> Mirror | None:
+        """The kept mirror while the index is as the refresh that kept it left it; forgotten
+        either way, so that a refresh that fails before its end leaves none behind."""
+        kept, self._mirror = self._mirror, None
+        if kept is None:
             return None
         version = data_version(self.index.path)
-        return self._mirror[1] if version is not None and version == self._mirror[0] else None
+        return kept[1] if version is not None and version == kept[0] else None
 
     def _remember_mirror(self, mirror: Mirror | None) -> None:
         """Called under the writer lock, after this refresh's last commit."""
@@ -281,16 +290,18 @@ class Indexer:
         self._mirror = (version, mirror) if version is not None and mirror is not None else None
 
     def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
-                 progress: Progress | None) -> tuple[RefreshReport, Mirror]:
-        """The keyword phase; returns its report and the mirror it compared with (as it was
-        before this refresh wrote anything)."""
-        mirror = self._cached_mirror() or read_mirror(conn)
+                 progress: Progress | None) -> tuple[RefreshReport, Mirror, bool]:
+        """The keyword phase; returns its report, the mirror it compared with (as it was
+        before this refresh wrote anything), and whether the index is settled: as the last
+        complete refresh left it (the kept mirror was still valid) and not written now."""
+        cached = self._take_cached_mirror()
+        mirror = cached if cached is not None else read_mirror(conn)
         changes = pending_changes(conn, reader, force=force, mirror=mirror)
         signatures, max_id = changes.signatures, changes.max_message_id
         content_dirty, meta_dirty, removed = changes.content, changes.meta, changes.removed
         report = RefreshReport(sessions_total=len(signatures), full=force)
         if not changes and max_id == changes.indexed_max:
-            return report, mirror
+            return report, mirror, cached is not None and not force
         source_sessions = reader.sessions(content_dirty | meta_dirty)
 
         if force:
@@ -303,7 +314,7 @@ class Indexer:
                     bump_vectors_generation(conn)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed)
-            return report, mirror
+            return report, mirror, False
 
         with transaction(conn):
             for sid in removed:
@@ -321,7 +332,7 @@ class Indexer:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):
             self._finish(conn, max_id)
-        return report, mirror
+        return report, mirror, False
 
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
