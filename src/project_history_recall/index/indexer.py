@@ -19,7 +19,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Container, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -176,7 +176,7 @@ class Changes:
     content: set[str]  # new sessions and those whose messages changed: re-read whole
     meta: set[str]  # only the title, cwd, git fields, end or archive flag changed
     removed: set[str]  # gone from the source
-    indexed: set[str]  # what the index holds now
+    indexed: Collection[str]  # what the index holds now (the mirror's keys)
 
     def __bool__(self) -> bool:
         return bool(self.content or self.meta or self.removed)
@@ -206,15 +206,15 @@ def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bo
     if mirror is None:
         mirror = read_mirror(conn)
     if force:
-        return Changes(signatures, max_id, indexed_max, set(signatures), set(), set(mirror) - set(signatures),
-                       set(mirror))
+        return Changes(signatures, max_id, indexed_max, set(signatures), set(), mirror.keys() - signatures.keys(),
+                       mirror.keys())
     new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
     if not new_messages and signatures == mirror:  # the usual answer, in one comparison done in C
-        return Changes(signatures, max_id, indexed_max, set(), set(), set(), set(mirror))
+        return Changes(signatures, max_id, indexed_max, set(), set(), set(), mirror.keys())
     content = {sid for sid, (_, content_signature) in signatures.items()
                if sid not in mirror or mirror[sid][1] != content_signature or sid in new_messages}
     meta = {sid for sid, (signature, _) in signatures.items() if sid not in content and mirror[sid][0] != signature}
-    return Changes(signatures, max_id, indexed_max, content, meta, set(mirror) - set(signatures), set(mirror))
+    return Changes(signatures, max_id, indexed_max, content, meta, mirror.keys() - signatures.keys(), mirror.keys())
 
 
 class Indexer:
@@ -301,7 +301,10 @@ class Indexer:
         content_dirty, meta_dirty, removed = changes.content, changes.meta, changes.removed
         report = RefreshReport(sessions_total=len(signatures), full=force)
         if not changes and max_id == changes.indexed_max:
-            return report, mirror, cached is not None and not force
+            # The source's signatures equal the mirror: kept instead of it, they share their
+            # tuples with the reader's memory of state.db, so the next comparison finds them
+            # identical without comparing their text.
+            return report, signatures, cached is not None and not force
         source_sessions = reader.sessions(content_dirty | meta_dirty)
 
         if force:
@@ -347,7 +350,7 @@ class Indexer:
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
-                        progress: Progress | None, *, known: set[str]) -> None:
+                        progress: Progress | None, *, known: Container[str]) -> None:
         """(Re)write whole sessions; ``known`` are those the index holds already (only they
         have old rows to delete — a first build skips that work)."""
         ids = list(ids)
