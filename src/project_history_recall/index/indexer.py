@@ -19,7 +19,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Collection, Container, Iterable
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,9 +37,9 @@ Progress = Callable[[int, int], None]
 
 
 class IndexPhase(Protocol):
-    """Work derived from what the keyword phase wrote (the edit chain is one), run after that
-    phase has committed, with the same consistent read of the source: keyword indexing never
-    pays for it. A phase keeps its own bookkeeping, so an interrupted one resumes.
+    """Work derived from what the keyword phase wrote (the edit chain is one), with the same
+    consistent read of the source. A phase keeps its own bookkeeping, so an interrupted one
+    resumes.
 
     What a phase has to do is decided by the index alone (which sessions the keyword phase
     rewrote since the phase's bookkeeping says it ran): so a refresh that finds the index
@@ -48,8 +48,17 @@ class IndexPhase(Protocol):
 
     name: str
 
+    def batch(self, conn: sqlite3.Connection, messages: Mapping[str, list[SourceMessage]]) -> int:
+        """Called after each batch of the keyword phase has committed, with the messages it read
+        for those sessions (exactly what the reader gives): the phase does its work for them
+        from these, instead of reading them from the source again in :meth:`run` (a sixth of a
+        full build). Returns how many sessions it looked at. When it raises, the keyword phase
+        carries on without it and :meth:`run` does the rest, so keyword search is still whole."""
+        ...
+
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
-        """Returns how many sessions it looked at."""
+        """After the keyword phase has committed: whatever the batches did not do. Returns how
+        many sessions it looked at."""
         ...
 
 
@@ -253,12 +262,12 @@ class Indexer:
                 else:
                     with self.source.read() as reader:
                         report, mirror, settled = self._refresh(conn, reader, force, progress)
-                        report.keyword_seconds = round(time.perf_counter() - started, 4)
+                        handed = sum(phase["seconds"] for phase in report.phases.values())
+                        report.keyword_seconds = round(time.perf_counter() - started - handed, 4)
                         for phase in () if settled else self.phases:
                             phase_started = time.perf_counter()
                             sessions = phase.run(conn, reader, force=force)
-                            report.phases[phase.name] = {
-                                "sessions": sessions, "seconds": round(time.perf_counter() - phase_started, 4)}
+                            _count_phase(report, phase.name, sessions, time.perf_counter() - phase_started)
                     if marker is not None:
                         with transaction(conn):
                             set_meta(conn, "source_marker", marker)
@@ -327,15 +336,38 @@ class Indexer:
         report.sessions_removed = len(removed)
         report.sessions_updated = len(meta_dirty)
         ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
+        taking = list(self.phases)
         for start in range(0, len(ordered), BATCH_SESSIONS):
             batch = ordered[start : start + BATCH_SESSIONS]
+            read: dict[str, list[SourceMessage]] = {}
             with transaction(conn):
-                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed)
+                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed,
+                                     read=read)
+            taking = self._hand_batch(conn, taking, read, report)
             if progress:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):
             self._finish(conn, max_id)
         return report, mirror, False
+
+    @staticmethod
+    def _hand_batch(conn: sqlite3.Connection, phases: list[IndexPhase], read: dict[str, list[SourceMessage]],
+                    report: RefreshReport) -> list[IndexPhase]:
+        """Give a committed batch's messages to each phase still taking them; returns those
+        that are. A phase that fails on one is not given the next ones: its :meth:`IndexPhase.run`
+        after the keyword phase does what is left (and raises again if it is the phase's fault),
+        so a broken phase never stops the keyword index half way."""
+        taking = []
+        for phase in phases:
+            phase_started = time.perf_counter()
+            try:
+                sessions = phase.batch(conn, read)
+            except Exception:
+                sessions = 0
+            else:
+                taking.append(phase)
+            _count_phase(report, phase.name, sessions, time.perf_counter() - phase_started)
+        return taking
 
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
@@ -350,12 +382,16 @@ class Indexer:
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
-                        progress: Progress | None, *, known: Container[str]) -> None:
+                        progress: Progress | None, *, known: Container[str],
+                        read: dict[str, list[SourceMessage]] | None = None) -> None:
         """(Re)write whole sessions; ``known`` are those the index holds already (only they
-        have old rows to delete — a first build skips that work)."""
+        have old rows to delete — a first build skips that work). ``read`` keeps the messages
+        read, by session, for the phases."""
         ids = list(ids)
         for done, sid in enumerate(ids, start=1):
             messages = reader.messages(sid)
+            if read is not None:
+                read[sid] = messages
             report.messages_read += len(messages)
             if sid in known:
                 self._delete_entries(conn, sid)
@@ -479,6 +515,13 @@ class Indexer:
                 return None, git_branch
         repo_root, branch = cached_probe(conn, cwd, self.probe)
         return repo_root, git_branch or branch
+
+
+def _count_phase(report: RefreshReport, name: str, sessions: int, seconds: float) -> None:
+    """Add to a phase's figures in ``report`` (its batches and its run)."""
+    figures = report.phases.setdefault(name, {"sessions": 0, "seconds": 0.0})
+    figures["sessions"] += sessions
+    figures["seconds"] = round(figures["seconds"] + seconds, 4)
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:
