@@ -1,9 +1,9 @@
 """The edit chain's write side: the rows of ``edits``, from each session's messages.
 
 :class:`EditPhase` is an :class:`~project_history_recall.index.indexer.IndexPhase`: after
-the keyword phase has committed, it replaces the rows in ``edits`` of every session whose
-messages changed with what :func:`~project_history_recall.index.edits.extract_edits`
-finds. Where an edit landed is placed here (the checkout, the repo root, a path relative
+each batch of the keyword phase has committed (and after the whole phase, for what the
+batches left), it replaces the rows in ``edits`` of every session whose messages changed
+with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit landed is placed here (the checkout, the repo root, a path relative
 to either).
 """
 
