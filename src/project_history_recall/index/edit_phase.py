@@ -3,8 +3,8 @@
 :class:`EditPhase` is an :class:`~project_history_recall.index.indexer.IndexPhase`: after
 each batch of the keyword phase has committed (and after the whole phase, for what the
 batches left), it replaces the rows in ``edits`` of every session whose messages changed
-with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit landed is placed here (the checkout, the repo root, a path relative
-to either).
+with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit
+landed is placed here (the checkout, the repo root, a path relative to either).
 """
 
 from __future__ import annotations
