@@ -9,8 +9,8 @@ other work runs stay comparable, and ``--profile`` prints where the build's time
 ``state.db`` that changes no session (a row in a side table): every session is compared and
 nothing is rewritten, which is the cost each search pays right after Hermes writes a turn
 that touches no indexed session. ``--digest`` prints a hash of what the build wrote (the
-entries table and every FTS5 term's per-row counts), so two versions of the indexer can be
-shown to write the same index.
+entries table and every FTS5 term's per-row counts) and of the edit chain, so two versions of
+the indexer can be shown to write the same index.
 """
 
 from __future__ import annotations
@@ -103,13 +103,31 @@ def digest(home: Path) -> str:
         conn.close()
 
 
+def edits_digest(home: Path) -> str:
+    """A hash of the edit chain the build wrote (every row of ``edits``, ids included, and the
+    content signature each session's edits were extracted from): apart from :func:`digest`,
+    whose figures the keyword index's history quotes."""
+    conn = sqlite3.connect(home / INDEX_DIR / "index.db")
+    try:
+        h = hashlib.sha256()
+        for row in conn.execute("SELECT id, session_id, message_id, seq, timestamp, path, abs_path, form, old_text, "
+                                "new_text, raw, said, said_message_id FROM edits ORDER BY id"):
+            h.update(repr(row).encode())
+        for row in conn.execute("SELECT session_id, content_signature FROM edit_state ORDER BY session_id"):
+            h.update(repr(row).encode())
+        return h.hexdigest()
+    finally:
+        conn.close()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.index_profile", description=__doc__.split("\n\n")[0])
     parser.add_argument("--size", choices=sorted(SIZES), default="M")
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--profile", action="store_true", help="print the build's cProfile, by own time")
     parser.add_argument("--checks", type=int, default=9, help="first checks after a commit to time (0: none)")
-    parser.add_argument("--digest", action="store_true", help="print a hash of what the build wrote")
+    parser.add_argument("--digest", action="store_true",
+                        help="print hashes of what the build wrote (keyword index, edit chain)")
     parser.add_argument("--run-dir", default=None,
                         help="folder under bench/out for the home (default index-profile-<size>); two builds "
                              "run side by side, so that both see the same load, need two")
@@ -122,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
         result["first_check_after_commit"] = first_checks(home, args.checks)
     if args.digest:
         result["digest"] = digest(home)
+        result["edits_digest"] = edits_digest(home)
     print(json.dumps(result, indent=1))
     if profile:
         print(profile)

@@ -394,6 +394,73 @@ def test_force_rebuild_gives_the_same_chain(small):
     assert recall.code_history(FILE, session_id="ask") == before
 
 
+def _edit_rows(recall):
+    conn = recall.index.connect_readonly()
+    try:
+        return conn.execute("SELECT session_id, message_id, seq, timestamp, path, abs_path, form, old_text, "
+                            "new_text, raw, said, said_message_id FROM edits "
+                            "ORDER BY session_id, message_id, seq").fetchall()
+    finally:
+        conn.close()
+
+
+def test_the_chain_from_the_keyword_batches_is_the_chain_read_again_and_each_session_is_read_once(
+        world, monkeypatch):
+    """A build hands each keyword batch's messages to the edit phase; ``--force`` extracts the
+    edits after the keyword phase, reading the sessions again: the same rows either way. And
+    the build reads each session's messages once."""
+    from project_history_recall.sources.hermes import HermesReader
+
+    fresh = world["h"].recall()
+    fresh.index.move_aside("rebuilt-by-test")
+    reads: dict[str, int] = {}
+    real = HermesReader.messages
+
+    def counted(self, session_id):
+        reads[session_id] = reads.get(session_id, 0) + 1
+        return real(self, session_id)
+
+    monkeypatch.setattr(HermesReader, "messages", counted)
+    report = fresh.refresh()
+    assert report.sessions_updated == 9 and report.phases["edits"]["sessions"] == 9
+    assert reads and set(reads.values()) == {1}
+    built = _edit_rows(fresh)
+    assert {row["session_id"] for row in built} >= {"s1", "s2", "s3", "s4", "s5", "s6", "o1"}
+    reads.clear()
+    fresh.refresh(force=True)
+    assert reads.get("s1") == 2  # read for the keyword phase, then again for the edit phase
+    assert _edit_rows(fresh) == built
+
+
+def test_a_phase_that_fails_on_a_batch_does_not_stop_the_keyword_phase(small, monkeypatch):
+    """The batches after the one the edit phase failed on are still indexed for keyword search;
+    the edit phase after the keyword phase raises the failure, and the next refresh completes it."""
+    from project_history_recall.index import indexer
+    from project_history_recall.index.edit_phase import EditPhase
+
+    h, _, repo = small
+    h.session("later", repo, "the aardvark question", branch="main")
+    recall = h.recall()
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the edit phase was interrupted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(indexer, "BATCH_SESSIONS", 1)
+        patched.setattr(EditPhase, "_write", broken)
+        with pytest.raises(RuntimeError):
+            recall.refresh()
+    conn = recall.index.connect_readonly()
+    try:
+        keyword = [r[0] for r in conn.execute("SELECT DISTINCT session_id FROM entries WHERE text LIKE '%aardvark%'")]
+        assert keyword == ["later"] and conn.execute("SELECT COUNT(*) FROM edits").fetchone()[0] == 0
+    finally:
+        conn.close()
+    report = recall.refresh()
+    assert report.sessions_updated == 0 and report.phases["edits"]["sessions"] >= 1
+    assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
+
+
 def test_an_index_from_before_the_chain_is_backfilled(small):
     h, _, _ = small
     recall = h.recall()
@@ -415,6 +482,48 @@ def test_home_sessions_get_no_history(small):
     h.session("home", None)
     result = h.recall().code_history(FILE, session_id="home")
     assert result["rounds"] == [] and result["project"] == {"kind": "home"}
+
+
+def test_a_check_that_finds_the_index_as_it_left_it_runs_no_phase_but_another_writers_gap_is_filled(
+        small, monkeypatch):
+    """The check after a commit to state.db that changes no session runs no phase (what a phase
+    does is decided by the index, and nobody changed it since this process's last complete
+    refresh); when another writer committed a keyword phase without its edit phase, this
+    process's next check runs the edit phase although its own keyword phase writes nothing."""
+    import sqlite3
+
+    from project_history_recall.index.edit_phase import EditPhase
+
+    h, agent, repo = small
+    mine, other = h.recall(), h.recall()
+
+    def side_commit():
+        with sqlite3.connect(h.root / "state.db") as side:
+            side.execute("CREATE TABLE IF NOT EXISTS side_note (x)")
+            side.execute("INSERT INTO side_note VALUES (1)")
+
+    mine.refresh()
+    side_commit()
+    assert mine.refresh().phases["edits"]["sessions"] == 0  # the first comparison in this process
+    side_commit()
+    report = mine.refresh()
+    assert report.compared and not report.changed and report.phases == {}
+
+    h.session("b", repo, branch="main")
+    agent.ask("b", "rename fetch")
+    agent.edit("b", repo, "patch", {"mode": "replace", "path": FILE, "old_string": "def fetch(",
+                                    "new_string": "def fetch_one("})
+
+    def broken(self, *args, **kwargs):
+        raise RuntimeError("the other writer's edit phase was interrupted")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(EditPhase, "_write", broken)
+        with pytest.raises(RuntimeError):
+            other.refresh()
+    report = mine.refresh()
+    assert report.sessions_updated == 0 and report.phases["edits"]["sessions"] >= 1
+    assert sessions_of(mine.code_history(FILE, session_id="ask")) == ["a", "b"]
 
 
 def test_cli_style_question_from_a_folder(small):

@@ -159,3 +159,25 @@ def test_every_kind_of_session_change_is_seen_by_one_long_lived_process(two_repo
     assert set(found("walrus")) == {"a-1", "a-2"}
     h.db.delete_session("a-2")
     assert found("walrus") == ["a-1"]
+
+
+def test_a_session_deleted_and_another_created_in_its_rowid_between_two_checks(two_repos):
+    """SQLite gives a new last row the rowid of a deleted last row, and the reader remembers
+    what it saw of ``sessions`` by rowid: the new session must be found and the deleted one
+    must leave the index."""
+    h, a, _ = two_repos
+    recall = h.recall()
+
+    def rowid(sid):
+        with sqlite3.connect(h.root / "state.db") as conn:
+            return conn.execute("SELECT rowid FROM sessions WHERE id = ?", (sid,)).fetchone()[0]
+
+    h.session("a-2", a, "the pangolin notes")
+    assert session_ids(recall.search("pangolin", session_id="a-ask", mode="keyword")) == ["a-2"]
+    taken = rowid("a-2")
+    h.db.delete_session("a-2")
+    h.session("a-3", a, "the quokka notes")
+    assert rowid("a-3") == taken
+    assert session_ids(recall.search("pangolin", session_id="a-ask", mode="keyword")) == []
+    assert session_ids(recall.search("quokka", session_id="a-ask", mode="keyword")) == ["a-3"]
+    assert recall.status()["sessions_indexed"] == 4

@@ -1,10 +1,10 @@
 """The edit chain's write side: the rows of ``edits``, from each session's messages.
 
 :class:`EditPhase` is an :class:`~project_history_recall.index.indexer.IndexPhase`: after
-the keyword phase has committed, it replaces the rows in ``edits`` of every session whose
-messages changed with what :func:`~project_history_recall.index.edits.extract_edits`
-finds. Where an edit landed is placed here (the checkout, the repo root, a path relative
-to either).
+each batch of the keyword phase has committed (and after the whole phase, for what the
+batches left), it replaces the rows in ``edits`` of every session whose messages changed
+with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit
+landed is placed here (the checkout, the repo root, a path relative to either).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 import os
 import re
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,11 +122,15 @@ def _relative(path: str, root: str) -> str | None:
 
 
 #: Sessions whose edits are stale: new, re-read by the keyword phase since, or never extracted.
-_STALE_SQL = (
+_STALE = (
     "SELECT s.id, s.cwd, s.repo_root, s.content_signature FROM sessions s "
     "LEFT JOIN edit_state e ON e.session_id = s.id "
-    "WHERE e.content_signature IS NOT s.content_signature ORDER BY s.started_at"
+    "WHERE e.content_signature IS NOT s.content_signature"
 )
+_STALE_SQL = f"{_STALE} ORDER BY s.started_at"
+#: Those of some sessions (a batch of the keyword phase, whose sessions follow each other in
+#: that order: the edits are written in the same order either way).
+_STALE_OF_SQL = f"{_STALE} AND s.id IN (SELECT value FROM json_each(?)) ORDER BY s.started_at"
 #: Of those, the ones that may hold an edit: an edit tool call, or a diff in a reply. Only
 #: they are read again from the source.
 _EDITING_SQL = (
@@ -138,8 +142,10 @@ BATCH_SESSIONS = 200
 
 
 class EditPhase:
-    """The edit chain as its own indexing phase, after the keyword index is committed (as
-    vectors are): keyword indexing never pays for it, and a search never waits for it.
+    """The edit chain as its own indexing phase: each batch of the keyword phase is committed
+    before its edits are extracted, from the messages that batch read, and whatever those left
+    (a failed batch, sessions rewritten by an interrupted run, a ``--force`` rebuild) is done
+    after the keyword phase, read again from the source.
 
     ``edit_state`` remembers which content signature each session's edits were extracted
     from, so an interrupted phase resumes where it stopped, and a session's old rows stay
@@ -179,16 +185,28 @@ class EditPhase:
                 set_meta(conn, "edits_swept_generation", generation)
         stale = conn.execute(_STALE_SQL).fetchall()
         for start in range(0, len(stale), BATCH_SESSIONS):
-            batch = stale[start : start + BATCH_SESSIONS]
-            editing = {r[0] for r in conn.execute(_EDITING_SQL, (json.dumps([row["id"] for row in batch]),))}
-            with transaction(conn):
-                for row in batch:
-                    conn.execute("DELETE FROM edits WHERE session_id = ?", (row["id"],))
-                    if row["id"] in editing:
-                        self._write(conn, row["id"], row["cwd"], row["repo_root"], reader.messages(row["id"]))
-                    conn.execute("INSERT OR REPLACE INTO edit_state(session_id, content_signature) VALUES (?, ?)",
-                                 (row["id"], row["content_signature"]))
+            self._extract(conn, stale[start : start + BATCH_SESSIONS], reader.messages)
         return len(stale)
+
+    def batch(self, conn: sqlite3.Connection, messages: Mapping[str, list[SourceMessage]]) -> int:
+        """The edits of a batch the keyword phase has just committed, from the messages it read
+        (the editing sessions were read a second time in :meth:`run`: a sixth of a full build)."""
+        stale = conn.execute(_STALE_OF_SQL, (json.dumps(list(messages)),)).fetchall()
+        self._extract(conn, stale, messages.__getitem__)
+        return len(stale)
+
+    def _extract(self, conn: sqlite3.Connection, stale: list[sqlite3.Row],
+                 messages: Callable[[str], list[SourceMessage]]) -> None:
+        """Replace the edits of the ``stale`` sessions, in one transaction; only those that may
+        hold an edit (:data:`_EDITING_SQL`) have their ``messages`` asked for."""
+        editing = {r[0] for r in conn.execute(_EDITING_SQL, (json.dumps([row["id"] for row in stale]),))}
+        with transaction(conn):
+            for row in stale:
+                conn.execute("DELETE FROM edits WHERE session_id = ?", (row["id"],))
+                if row["id"] in editing:
+                    self._write(conn, row["id"], row["cwd"], row["repo_root"], messages(row["id"]))
+                conn.execute("INSERT OR REPLACE INTO edit_state(session_id, content_signature) VALUES (?, ?)",
+                             (row["id"], row["content_signature"]))
 
     def _write(self, conn: sqlite3.Connection, session_id: str, cwd: str | None, repo_root: str | None,
                messages: list[SourceMessage]) -> None:

@@ -19,7 +19,7 @@ import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Collection, Container, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -37,14 +37,28 @@ Progress = Callable[[int, int], None]
 
 
 class IndexPhase(Protocol):
-    """Work derived from what the keyword phase wrote (the edit chain is one), run after that
-    phase has committed, with the same consistent read of the source: keyword indexing never
-    pays for it. A phase keeps its own bookkeeping, so an interrupted one resumes."""
+    """Work derived from what the keyword phase wrote (the edit chain is one), with the same
+    consistent read of the source. A phase keeps its own bookkeeping, so an interrupted one
+    resumes.
+
+    What a phase has to do is decided by the index alone (which sessions the keyword phase
+    rewrote since the phase's bookkeeping says it ran): so a refresh that finds the index
+    exactly as a refresh that ran every phase to the end left it, and writes nothing itself,
+    does not run the phases (the first check after a commit to ``state.db``)."""
 
     name: str
 
+    def batch(self, conn: sqlite3.Connection, messages: Mapping[str, list[SourceMessage]]) -> int:
+        """Called after each batch of the keyword phase has committed, with the messages it read
+        for those sessions (exactly what the reader gives): the phase does its work for them
+        from these, instead of reading them from the source again in :meth:`run` (a sixth of a
+        full build). Returns how many sessions it looked at. When it raises, the keyword phase
+        carries on without it and :meth:`run` does the rest, so keyword search is still whole."""
+        ...
+
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
-        """Returns how many sessions it looked at."""
+        """After the keyword phase has committed: whatever the batches did not do. Returns how
+        many sessions it looked at."""
         ...
 
 
@@ -171,7 +185,7 @@ class Changes:
     content: set[str]  # new sessions and those whose messages changed: re-read whole
     meta: set[str]  # only the title, cwd, git fields, end or archive flag changed
     removed: set[str]  # gone from the source
-    indexed: set[str]  # what the index holds now
+    indexed: Collection[str]  # what the index holds now (the mirror's keys)
 
     def __bool__(self) -> bool:
         return bool(self.content or self.meta or self.removed)
@@ -201,15 +215,15 @@ def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bo
     if mirror is None:
         mirror = read_mirror(conn)
     if force:
-        return Changes(signatures, max_id, indexed_max, set(signatures), set(), set(mirror) - set(signatures),
-                       set(mirror))
+        return Changes(signatures, max_id, indexed_max, set(signatures), set(), mirror.keys() - signatures.keys(),
+                       mirror.keys())
     new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
     if not new_messages and signatures == mirror:  # the usual answer, in one comparison done in C
-        return Changes(signatures, max_id, indexed_max, set(), set(), set(), set(mirror))
+        return Changes(signatures, max_id, indexed_max, set(), set(), set(), mirror.keys())
     content = {sid for sid, (_, content_signature) in signatures.items()
                if sid not in mirror or mirror[sid][1] != content_signature or sid in new_messages}
     meta = {sid for sid, (signature, _) in signatures.items() if sid not in content and mirror[sid][0] != signature}
-    return Changes(signatures, max_id, indexed_max, content, meta, set(mirror) - set(signatures), set(mirror))
+    return Changes(signatures, max_id, indexed_max, content, meta, mirror.keys() - signatures.keys(), mirror.keys())
 
 
 class Indexer:
@@ -222,7 +236,8 @@ class Indexer:
         #: The mirror as the last refresh that changed no session left it, and the index's
         #: ``data_version`` right after that refresh's last commit (under the writer lock):
         #: while the version is the same, nobody else has committed, and the mirror is not
-        #: read again (20 ms at M, the larger half of the first check after a commit).
+        #: read again (20 ms at M, the larger half of the first check after a commit). Only a
+        #: refresh that ran to the end sets it, so it also says that every phase had finished.
         self._mirror: tuple[str, Mirror] | None = None
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
@@ -246,13 +261,13 @@ class Indexer:
                     report = RefreshReport(sessions_total=total, compared=False)
                 else:
                     with self.source.read() as reader:
-                        report, mirror = self._refresh(conn, reader, force, progress)
-                        report.keyword_seconds = round(time.perf_counter() - started, 4)
-                        for phase in self.phases:
+                        report, mirror, settled = self._refresh(conn, reader, force, progress)
+                        handed = sum(phase["seconds"] for phase in report.phases.values())
+                        report.keyword_seconds = round(time.perf_counter() - started - handed, 4)
+                        for phase in () if settled else self.phases:
                             phase_started = time.perf_counter()
                             sessions = phase.run(conn, reader, force=force)
-                            report.phases[phase.name] = {
-                                "sessions": sessions, "seconds": round(time.perf_counter() - phase_started, 4)}
+                            _count_phase(report, phase.name, sessions, time.perf_counter() - phase_started)
                     if marker is not None:
                         with transaction(conn):
                             set_meta(conn, "source_marker", marker)
@@ -269,11 +284,14 @@ class Indexer:
 
     # -- the algorithm ------------------------------------------------------
 
-    def _cached_mirror(self) -> Mirror | None:
-        if self._mirror is None:
+    def _take_cached_mirror(self) -> Mirror | None:
+        """The kept mirror while the index is as the refresh that kept it left it; forgotten
+        either way, so that a refresh that fails before its end leaves none behind."""
+        kept, self._mirror = self._mirror, None
+        if kept is None:
             return None
         version = data_version(self.index.path)
-        return self._mirror[1] if version is not None and version == self._mirror[0] else None
+        return kept[1] if version is not None and version == kept[0] else None
 
     def _remember_mirror(self, mirror: Mirror | None) -> None:
         """Called under the writer lock, after this refresh's last commit."""
@@ -281,16 +299,21 @@ class Indexer:
         self._mirror = (version, mirror) if version is not None and mirror is not None else None
 
     def _refresh(self, conn: sqlite3.Connection, reader: SourceReader, force: bool,
-                 progress: Progress | None) -> tuple[RefreshReport, Mirror]:
-        """The keyword phase; returns its report and the mirror it compared with (as it was
-        before this refresh wrote anything)."""
-        mirror = self._cached_mirror() or read_mirror(conn)
+                 progress: Progress | None) -> tuple[RefreshReport, Mirror, bool]:
+        """The keyword phase; returns its report, the mirror it compared with (as it was
+        before this refresh wrote anything), and whether the index is settled: as the last
+        complete refresh left it (the kept mirror was still valid) and not written now."""
+        cached = self._take_cached_mirror()
+        mirror = cached if cached is not None else read_mirror(conn)
         changes = pending_changes(conn, reader, force=force, mirror=mirror)
         signatures, max_id = changes.signatures, changes.max_message_id
         content_dirty, meta_dirty, removed = changes.content, changes.meta, changes.removed
         report = RefreshReport(sessions_total=len(signatures), full=force)
         if not changes and max_id == changes.indexed_max:
-            return report, mirror
+            # The source's signatures equal the mirror: kept instead of it, they share their
+            # tuples with the reader's memory of state.db, so the next comparison finds them
+            # identical without comparing their text.
+            return report, signatures, cached is not None and not force
         source_sessions = reader.sessions(content_dirty | meta_dirty)
 
         if force:
@@ -303,7 +326,7 @@ class Indexer:
                     bump_vectors_generation(conn)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed)
-            return report, mirror
+            return report, mirror, False
 
         with transaction(conn):
             for sid in removed:
@@ -313,15 +336,38 @@ class Indexer:
         report.sessions_removed = len(removed)
         report.sessions_updated = len(meta_dirty)
         ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
+        taking = list(self.phases)
         for start in range(0, len(ordered), BATCH_SESSIONS):
             batch = ordered[start : start + BATCH_SESSIONS]
+            read: dict[str, list[SourceMessage]] = {}
             with transaction(conn):
-                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed)
+                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed,
+                                     read=read)
+            taking = self._hand_batch(conn, taking, read, report)
             if progress:
                 progress(start + len(batch), len(ordered))
         with transaction(conn):
             self._finish(conn, max_id)
-        return report, mirror
+        return report, mirror, False
+
+    @staticmethod
+    def _hand_batch(conn: sqlite3.Connection, phases: list[IndexPhase], read: dict[str, list[SourceMessage]],
+                    report: RefreshReport) -> list[IndexPhase]:
+        """Give a committed batch's messages to each phase still taking them; returns those
+        that are. A phase that fails on one is not given the next ones: its :meth:`IndexPhase.run`
+        after the keyword phase does what is left (and raises again if it is the phase's fault),
+        so a broken phase never stops the keyword index half way."""
+        taking = []
+        for phase in phases:
+            phase_started = time.perf_counter()
+            try:
+                sessions = phase.batch(conn, read)
+            except Exception:
+                sessions = 0
+            else:
+                taking.append(phase)
+            _count_phase(report, phase.name, sessions, time.perf_counter() - phase_started)
+        return taking
 
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
@@ -336,12 +382,16 @@ class Indexer:
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
-                        progress: Progress | None, *, known: set[str]) -> None:
+                        progress: Progress | None, *, known: Container[str],
+                        read: dict[str, list[SourceMessage]] | None = None) -> None:
         """(Re)write whole sessions; ``known`` are those the index holds already (only they
-        have old rows to delete — a first build skips that work)."""
+        have old rows to delete — a first build skips that work). ``read`` keeps the messages
+        read, by session, for the phases."""
         ids = list(ids)
         for done, sid in enumerate(ids, start=1):
             messages = reader.messages(sid)
+            if read is not None:
+                read[sid] = messages
             report.messages_read += len(messages)
             if sid in known:
                 self._delete_entries(conn, sid)
@@ -465,6 +515,13 @@ class Indexer:
                 return None, git_branch
         repo_root, branch = cached_probe(conn, cwd, self.probe)
         return repo_root, git_branch or branch
+
+
+def _count_phase(report: RefreshReport, name: str, sessions: int, seconds: float) -> None:
+    """Add to a phase's figures in ``report`` (its batches and its run)."""
+    figures = report.phases.setdefault(name, {"sessions": 0, "seconds": 0.0})
+    figures["sessions"] += sessions
+    figures["seconds"] = round(figures["seconds"] + seconds, 4)
 
 
 def _bump_generation(conn: sqlite3.Connection) -> None:

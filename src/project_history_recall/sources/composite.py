@@ -17,30 +17,32 @@ from project_history_recall.sources import Source, SourceMessage, SourceReader, 
 class CompositeReader:
     def __init__(self, readers: Sequence[SourceReader]) -> None:
         self._readers = list(readers)
-        self._owner: dict[str, SourceReader] = {}
+        #: Each reader's signatures, in the readers' order: the first that has a session owns it.
+        self._parts: list[tuple[SourceReader, dict[str, tuple[str, str]]]] | None = None
         self._signatures: dict[str, tuple[str, str]] | None = None
 
     def signatures(self) -> dict[str, tuple[str, str]]:
         return dict(self._all_signatures())
 
     def _all_signatures(self) -> dict[str, tuple[str, str]]:
+        """The union, the first reader's signature winning; with one source that has sessions
+        (the usual case) its signatures as they are, without a copy."""
         if self._signatures is None:
-            self._signatures = {}
-            for reader in self._readers:
-                signatures = reader.signatures()
-                if not self._signatures:  # the first source with sessions: taken whole
-                    self._signatures = dict(signatures)
-                    self._owner = dict.fromkeys(signatures, reader)
-                    continue
-                for sid, signature in signatures.items():
-                    self._owner.setdefault(sid, reader)
-                    self._signatures.setdefault(sid, signature)
+            self._parts = [(reader, reader.signatures()) for reader in self._readers]
+            found = [signatures for _, signatures in self._parts if signatures]
+            if len(found) <= 1:
+                self._signatures = found[0] if found else {}
+            else:
+                self._signatures = {}
+                for signatures in reversed(found):
+                    self._signatures.update(signatures)
         return self._signatures
 
     def _of(self, sid: str) -> SourceReader | None:
-        """Asked once per session read: no copy of every signature each time."""
+        """Asked once per session read: a lookup in each source's signatures, no copy."""
         self._all_signatures()
-        return self._owner.get(sid)
+        assert self._parts is not None
+        return next((reader for reader, signatures in self._parts if sid in signatures), None)
 
     def sessions(self, ids: Iterable[str] | None = None) -> dict[str, SourceSession]:
         result: dict[str, SourceSession] = {}

@@ -230,42 +230,57 @@ class _Seen:
 
     Building every session's signature (a dozen ``quote()``s each) was most of the first check
     after a commit. With this, a read builds signatures only for the rows whose columns differ
-    from the ones seen (a join on the id, ``IS NOT`` byte for byte) and takes the rest from
-    memory. A signature is a function of those columns; the one change ``IS NOT`` cannot see
-    is an integer becoming the equal real (``quote`` gives ``1`` and ``1.0``), which Hermes's
-    typed columns never store and which changes no value the index keeps. The TEMP table is
-    written in the read's transaction, so a read that fails leaves both as they were."""
+    from the ones seen (a join on the rowid, ``IS NOT`` byte for byte, the id included) and
+    takes the rest from memory. A signature is a function of those columns; the one change
+    ``IS NOT`` cannot see is an integer becoming the equal real (``quote`` gives ``1`` and
+    ``1.0``), which Hermes's typed columns never store and which changes no value the index
+    keeps. The TEMP table is written in the read's transaction, so a read that fails leaves
+    both as they were.
+
+    The TEMP table is keyed by the rowid (one b-tree step per session instead of an index
+    lookup and then the row) and holds one row per id (``UNIQUE``: a row written replaces
+    the one of the same rowid and the one of the same id), each the row its id's signature
+    was built from. So a row that matches its TEMP row exactly has the signature in memory,
+    whatever renumbered the rowids; a row that does not is read again. The ids seen are
+    those of the sessions unless the counts differ (rows were deleted), and then the ids
+    gone are found. Hermes's ``sessions`` has a rowid; one without (``schema`` says so) is
+    read whole each time."""
 
     def __init__(self) -> None:
         self.columns = ""
         self.signatures: dict[str, tuple[str, str]] | None = None
         self.pending: dict[str, tuple[str, str]] | None = None
+        #: ``state.db``'s schema version, and what :class:`HermesReader` discovers from the
+        #: schema (``PRAGMA table_info`` twice, a tenth of the first check after a commit).
+        self.schema: tuple[int, tuple[str, str, list[str], str, bool]] | None = None
 
     def read(self, conn: sqlite3.Connection, columns: list[str], signatures_sql: str) -> dict[str, tuple[str, str]]:
         names = [f"c{i}" for i in range(len(columns))]
         selected = ", ".join(f"{c} AS {n}" for c, n in zip(columns, names, strict=True))
         if self.signatures is None or self.columns != "|".join(columns):
             conn.execute("DROP TABLE IF EXISTS temp.phr_seen")
-            conn.execute(f"CREATE TEMP TABLE phr_seen AS SELECT id, {signatures_sql}, {selected} FROM sessions")
-            conn.execute("CREATE UNIQUE INDEX temp.phr_seen_id ON phr_seen(id)")
+            conn.execute(f"CREATE TEMP TABLE phr_seen (rid INTEGER PRIMARY KEY, id UNIQUE, signature, "
+                         f"content_signature, {', '.join(names)})")
+            conn.execute(f"INSERT INTO temp.phr_seen SELECT rowid, id, {signatures_sql}, {selected} FROM sessions")
             self.columns = "|".join(columns)
             self.pending = {r[0]: (r[1], r[2]) for r in conn.execute(
                 "SELECT id, signature, content_signature FROM temp.phr_seen")}
             return dict(self.pending)
         differs = " OR ".join(f"{c} IS NOT t.{n} COLLATE BINARY" for c, n in zip(columns, names, strict=True))
-        changed = conn.execute(f"SELECT s.id, {signatures_sql}, {selected} FROM sessions s "
-                               f"LEFT JOIN temp.phr_seen t ON t.id = s.id WHERE t.id IS NULL OR {differs}").fetchall()
-        signatures = dict(self.signatures)
+        changed = conn.execute(f"SELECT s.rowid, s.id, {signatures_sql}, {selected} FROM sessions s "
+                               f"LEFT JOIN temp.phr_seen t ON t.rid = s.rowid "
+                               f"WHERE t.rid IS NULL OR s.id IS NOT t.id COLLATE BINARY OR {differs}").fetchall()
+        signatures = self.signatures
         if changed:
+            signatures = dict(signatures)
             conn.executemany(f"INSERT OR REPLACE INTO temp.phr_seen VALUES ({', '.join('?' * len(changed[0]))})",
                              changed)
-            signatures.update((r[0], (r[1], r[2])) for r in changed)
+            signatures.update((r[1], (r[2], r[3])) for r in changed)
         if conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0] != len(signatures):
-            gone = [r[0] for r in conn.execute(
-                "SELECT id FROM temp.phr_seen WHERE id NOT IN (SELECT id FROM main.sessions)")]
+            present = {r[0] for r in conn.execute("SELECT id FROM sessions")}
+            gone = [sid for sid in signatures if sid not in present]
             conn.executemany("DELETE FROM temp.phr_seen WHERE id = ?", [(sid,) for sid in gone])
-            for sid in gone:
-                signatures.pop(sid, None)
+            signatures = {sid: signature for sid, signature in signatures.items() if sid in present}
         self.pending = signatures
         return dict(signatures)
 
@@ -280,17 +295,33 @@ class HermesReader:
     def __init__(self, conn: sqlite3.Connection, seen: _Seen | None = None) -> None:
         self._conn = conn
         self._seen = seen
+        version = conn.execute("PRAGMA schema_version").fetchone()[0]
+        if seen is not None and seen.schema is not None and seen.schema[0] == version:
+            schema = seen.schema[1]
+        else:
+            schema = self._schema(conn)
+            if seen is not None:
+                seen.schema = (version, schema)
+        self._session_cols, self._signatures, self._signature_columns, self._message_cols, self._rowid = schema
+
+    @staticmethod
+    def _schema(conn: sqlite3.Connection) -> tuple[str, str, list[str], str, bool]:
+        """The select lists for this ``state.db``'s columns, and whether ``sessions`` has a rowid."""
         available = _columns(conn, "sessions")
-        self._session_cols = _select_list(available, _SESSION_DEFAULTS, ("id",))
-        self._signatures = (f"{_signature_sql(available, _SIGNATURE_COLUMNS)} AS signature, "
-                            f"{_signature_sql(available, _CONTENT_COLUMNS)} AS content_signature")
-        self._signature_columns = [c if c in available else _SESSION_DEFAULTS[c]
-                                   for c in (*_SIGNATURE_COLUMNS, *_CONTENT_COLUMNS)]
-        self._message_cols = _select_list(
-            _columns(conn, "messages"), _MESSAGE_DEFAULTS, ("id", "session_id", "role"))
+        signatures = (f"{_signature_sql(available, _SIGNATURE_COLUMNS)} AS signature, "
+                      f"{_signature_sql(available, _CONTENT_COLUMNS)} AS content_signature")
+        signature_columns = [c if c in available else _SESSION_DEFAULTS[c]
+                             for c in (*_SIGNATURE_COLUMNS, *_CONTENT_COLUMNS)]
+        try:
+            conn.execute("SELECT rowid FROM sessions LIMIT 0")
+            rowid = True
+        except sqlite3.OperationalError:  # a WITHOUT ROWID table
+            rowid = False
+        return (_select_list(available, _SESSION_DEFAULTS, ("id",)), signatures, signature_columns,
+                _select_list(_columns(conn, "messages"), _MESSAGE_DEFAULTS, ("id", "session_id", "role")), rowid)
 
     def signatures(self) -> dict[str, tuple[str, str]]:
-        if self._seen is not None:
+        if self._seen is not None and self._rowid:
             return self._seen.read(self._conn, self._signature_columns, self._signatures)
         return {r[0]: (r[1], r[2]) for r in self._conn.execute(f"SELECT id, {self._signatures} FROM sessions")}
 
@@ -352,10 +383,21 @@ class HermesReader:
         )
 
     def messages(self, session_id: str) -> list[SourceMessage]:
-        rows = self._rows(
-            f"SELECT {self._message_cols} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id",
-            (session_id,),
-        )
+        """One session's messages, their text decoded by SQLite's own UTF-8 decoder (in C: the
+        connection's replacing decoder is a Python call per text value, 4 % of a full build);
+        a session whose rows hold invalid UTF-8 fails that decoder and is read again with the
+        replacing one, so the messages are the same either way."""
+        sql = f"SELECT {self._message_cols} FROM messages WHERE session_id = ? AND active = 1 ORDER BY id"
+        replacing = self._conn.text_factory
+        self._conn.text_factory = str
+        try:
+            rows = self._rows(sql, (session_id,)).fetchall()
+        except sqlite3.OperationalError:  # not UTF-8 (a real error is raised again below)
+            rows = None
+        finally:
+            self._conn.text_factory = replacing
+        if rows is None:
+            rows = self._rows(sql, (session_id,)).fetchall()
         return [self._message(r) for r in rows]
 
     def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]:

@@ -97,7 +97,8 @@ def _private_title(session: SourceSession) -> SourceSession:
 def _private_message(message: SourceMessage) -> SourceMessage:
     """The message without its private spans. One without a ``<`` anywhere (nearly every
     message) is returned as it is: copying each one was a fifth of a full build's time."""
-    if "<" not in message.content and not any("<" in c.arguments for c in message.tool_calls):
+    if "<" not in message.content and (not message.tool_calls
+                                       or not any("<" in c.arguments for c in message.tool_calls)):
         return message
     calls = tuple(dataclasses.replace(c, arguments=strip_private(c.arguments)) for c in message.tool_calls)
     return dataclasses.replace(message, content=strip_private(message.content), tool_calls=calls)
