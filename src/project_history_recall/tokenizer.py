@@ -261,6 +261,9 @@ def matched_units(plan: QueryPlan, tokens: list[str]) -> list[Unit]:
 _RARE_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f"
 #: Occurrences of a unit's first token a text may hold before it is tokenized whole instead.
 _MAX_PROBES = 32
+#: Characters that are neither ASCII, nor in a word, nor CJK (``→ ✓ — ’ …``): ``_SCAN`` skips them
+#: as it skips a space, so a space in their place leaves the token stream as it is.
+_SYMBOLS = re.compile(rf"[^\x00-\x7f\w{_CJK}]")
 
 
 def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
@@ -272,8 +275,15 @@ def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
     no token spans whitespace, so a unit can only be present where its first token occurs as a
     substring: only the words from there on are tokenized (the word holding the occurrence, from
     its whitespace on, and as many tokens after it as the unit has). Exact; other text (non-ASCII,
-    where case folding and NFKC move characters) is tokenized whole."""
-    if not text.isascii() or any(space in text for space in _RARE_SPACES):
+    where case folding and NFKC move characters) is tokenized whole, unless all it holds besides
+    ASCII, once normalized, are symbols (an arrow or a check mark in a tool's output): those are
+    spaces to the tokenizer, and the ASCII text with spaces in their place is looked at instead."""
+    if not text.isascii():
+        spaced = _SYMBOLS.sub(" ", normalize(text))
+        if not spaced.isascii():
+            return matched_units(QueryPlan(units), index_tokens(text))
+        text = spaced
+    if any(space in text for space in _RARE_SPACES):
         return matched_units(QueryPlan(units), index_tokens(text))
     lowered = text.lower()
     whole: list[str] | None = None
