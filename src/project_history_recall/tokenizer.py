@@ -279,7 +279,8 @@ def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
     ASCII, once normalized, are symbols (an arrow or a check mark in a tool's output): those are
     spaces to the tokenizer, and the ASCII text with spaces in their place is looked at instead."""
     if not text.isascii():
-        spaced = _SYMBOLS.sub(" ", normalize(text))
+        # (Han is not a symbol: its text is tokenized whole without converting it twice.)
+        spaced = _SYMBOLS.sub(" ", normalize(text)) if not _HAN.search(text) else text
         if not spaced.isascii():
             return matched_units(QueryPlan(units), index_tokens(text))
         text = spaced
