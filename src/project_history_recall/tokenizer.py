@@ -291,7 +291,7 @@ def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
     found = []
     for unit in units:
         for alt in unit.alternatives:
-            if not all(token in lowered for token in alt):
+            if alt[0] not in lowered or not all(token in lowered for token in alt[1:]):
                 continue
             present = _sequence_at_occurrences(text, lowered, alt)
             if present is None:
@@ -336,12 +336,14 @@ def _token_bounds(text: str, start: int, end: int, truncated: bool) -> bool:
     """Whether ``text[start:end]`` (ASCII) may be a token: a token never starts or ends inside a
     run of lowercase letters or of digits (words, their atoms and their camel-case pieces all take
     such runs whole), unless it was cut to :data:`MAX_TOKEN_CHARS`."""
-    def inside(before: str, after: str) -> bool:
-        return (before.islower() and after.islower()) or (before.isdigit() and after.isdigit())
-
-    if start > 0 and inside(text[start - 1], text[start]):
+    if start > 0 and _inside(text[start - 1 : start + 1]):
         return False
-    return truncated or end >= len(text) or not inside(text[end - 1], text[end])
+    return truncated or end >= len(text) or not _inside(text[end - 1 : end + 1])
+
+
+def _inside(pair: str) -> bool:
+    """Whether two adjacent characters are in one run of lowercase letters or of digits."""
+    return (pair.islower() and pair.isalpha()) or pair.isdigit()
 
 
 def idf(total_docs: int, doc_freq: int) -> float:
