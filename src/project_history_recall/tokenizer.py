@@ -307,13 +307,7 @@ def _sequence_at_occurrences(text: str, lowered: str, sequence: tuple[str, ...])
     """Whether ``sequence`` occurs in the token stream of ``text`` (ASCII), looking only where its
     first token occurs as a substring; None when it occurs too often to be worth it."""
     first, rest = sequence[0], len(sequence) - 1
-    at = lowered.find(first)
-    probes = 0
-    while at != -1:
-        if not _token_bounds(text, at, at + len(first), len(first) >= MAX_TOKEN_CHARS):
-            at = lowered.find(first, at + 1)
-            continue
-        probes += 1
+    for probes, at in enumerate(_token_places(text, lowered, first), start=1):
         if probes > _MAX_PROBES:
             return None
         start = max(lowered.rfind(" ", 0, at), lowered.rfind("\n", 0, at), lowered.rfind("\t", 0, at),
@@ -328,8 +322,35 @@ def _sequence_at_occurrences(text: str, lowered: str, sequence: tuple[str, ...])
             tokens.extend(_word_tokens(match.group("word")))
         if contains_sequence(tokens, sequence):
             return True
-        at = lowered.find(first, at + 1)
     return False
+
+
+def _token_places(text: str, lowered: str, token: str) -> Iterator[int]:
+    """Where ``token`` occurs in ``lowered`` with :func:`_token_bounds` (``text`` is ASCII), in order."""
+    if len(token) == 1 and token.isalnum():
+        return (match.start() for match in _lone_character(token).finditer(text))
+    return _bounded_finds(text, lowered, token)
+
+
+def _bounded_finds(text: str, lowered: str, token: str) -> Iterator[int]:
+    truncated = len(token) >= MAX_TOKEN_CHARS
+    at = lowered.find(token)
+    while at != -1:
+        if _token_bounds(text, at, at + len(token), truncated):
+            yield at
+        at = lowered.find(token, at + 1)
+
+
+@lru_cache(maxsize=64)
+def _lone_character(char: str) -> re.Pattern[str]:
+    """:func:`_token_bounds` for a one-character token as a pattern: its capital anywhere, itself
+    outside a run of lowercase letters (of digits, for a digit). A query's ``s`` (``it's``) or
+    ``t`` (``don't``) occurs thousands of times in a long output, almost always inside a word:
+    the regex engine skips those in one scan, where a loop over each occurrence was most of some
+    searches. The checks come after the character so that the scan looks for it like ``str.find``."""
+    if char.isdigit():
+        return re.compile(rf"{char}(?<![0-9]{char})(?![0-9])")
+    return re.compile(rf"{char.upper()}|{char}(?<![a-z]{char})(?![a-z])")
 
 
 def _token_bounds(text: str, start: int, end: int, truncated: bool) -> bool:
