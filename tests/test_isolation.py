@@ -94,3 +94,13 @@ def test_scope_all_is_deliberate_and_labels_projects(world):
     response = world.recall().search("zebra", session_id="mono-ask", scope="all", limit=10)
     projects = {r["session_id"]: r["project"]["kind"] for r in response["results"]}
     assert projects["bill-1"] == "explicit" and "mono-ask" not in projects
+
+
+def test_a_project_made_between_two_searches_scopes_the_second(world, tmp_path):
+    """Hermes's projects are read again once projects.db changes, by the same Recall."""
+    recall = world.recall()
+    assert set(session_ids(recall.search("zebra cache", session_id="scratch-ask", mode="keyword", limit=10))) == {
+        "scratch-1"}
+    world.project("Scratch and tool", tmp_path / "scratch", tmp_path / "tool")
+    assert set(session_ids(recall.search("zebra cache", session_id="scratch-ask", mode="keyword", limit=10))) == {
+        "scratch-1", "tool-1", "tool-wt-1"}

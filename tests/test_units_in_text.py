@@ -9,8 +9,9 @@ from project_history_recall.tokenizer import index_tokens, matched_units, plan_q
 
 ASCII_WORDS = ["retry", "policy", "RetryPolicy", "retry_policy", "__init__", "a.b", "x", "err", "error", "Error:",
                "settings-prod.yaml", "HTTPServer", "v2", "v22", "404", "_", "::", "--", "Policy.retry", "errors",
-               "ABc", "retrying"]
-OTHER_WORDS = ["广告", "点击", "ß", "İ", "Σ"]
+               "ABc", "retrying", "it's", "S", "Q(x)", "t", "don't", "a1b", "7", "77"]
+OTHER_WORDS = ["广告", "点击", "ß", "İ", "Σ", "→", "✓ ok", "—", "’s", "…", "\u00a0", "Ｒｅｔｒｙ", "ﬁle", "・", "゛",
+               "naïve_policy", "²", "①", "\u200b", "K", "ｅｒｒｏｒ：", "⼀"]
 SEPARATORS = [" ", "\n", "\t", "  ", "(", ", ", "=", "\r\n", "/", ".", ""]
 
 

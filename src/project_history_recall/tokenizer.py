@@ -261,6 +261,9 @@ def matched_units(plan: QueryPlan, tokens: list[str]) -> list[Unit]:
 _RARE_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f"
 #: Occurrences of a unit's first token a text may hold before it is tokenized whole instead.
 _MAX_PROBES = 32
+#: Characters that are neither ASCII, nor in a word, nor CJK (``→ ✓ — ’ …``): ``_SCAN`` skips them
+#: as it skips a space, so a space in their place leaves the token stream as it is.
+_SYMBOLS = re.compile(rf"[^\x00-\x7f\w{_CJK}]")
 
 
 def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
@@ -272,15 +275,23 @@ def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
     no token spans whitespace, so a unit can only be present where its first token occurs as a
     substring: only the words from there on are tokenized (the word holding the occurrence, from
     its whitespace on, and as many tokens after it as the unit has). Exact; other text (non-ASCII,
-    where case folding and NFKC move characters) is tokenized whole."""
-    if not text.isascii() or any(space in text for space in _RARE_SPACES):
+    where case folding and NFKC move characters) is tokenized whole, unless all it holds besides
+    ASCII, once normalized, are symbols (an arrow or a check mark in a tool's output): those are
+    spaces to the tokenizer, and the ASCII text with spaces in their place is looked at instead."""
+    if not text.isascii():
+        # (Han is not a symbol: its text is tokenized whole without converting it twice.)
+        spaced = _SYMBOLS.sub(" ", normalize(text)) if not _HAN.search(text) else text
+        if not spaced.isascii():
+            return matched_units(QueryPlan(units), index_tokens(text))
+        text = spaced
+    if any(space in text for space in _RARE_SPACES):
         return matched_units(QueryPlan(units), index_tokens(text))
     lowered = text.lower()
     whole: list[str] | None = None
     found = []
     for unit in units:
         for alt in unit.alternatives:
-            if not all(token in lowered for token in alt):
+            if alt[0] not in lowered or not all(token in lowered for token in alt[1:]):
                 continue
             present = _sequence_at_occurrences(text, lowered, alt)
             if present is None:
@@ -296,13 +307,7 @@ def _sequence_at_occurrences(text: str, lowered: str, sequence: tuple[str, ...])
     """Whether ``sequence`` occurs in the token stream of ``text`` (ASCII), looking only where its
     first token occurs as a substring; None when it occurs too often to be worth it."""
     first, rest = sequence[0], len(sequence) - 1
-    at = lowered.find(first)
-    probes = 0
-    while at != -1:
-        if not _token_bounds(text, at, at + len(first), len(first) >= MAX_TOKEN_CHARS):
-            at = lowered.find(first, at + 1)
-            continue
-        probes += 1
+    for probes, at in enumerate(_token_places(text, lowered, first), start=1):
         if probes > _MAX_PROBES:
             return None
         start = max(lowered.rfind(" ", 0, at), lowered.rfind("\n", 0, at), lowered.rfind("\t", 0, at),
@@ -317,20 +322,49 @@ def _sequence_at_occurrences(text: str, lowered: str, sequence: tuple[str, ...])
             tokens.extend(_word_tokens(match.group("word")))
         if contains_sequence(tokens, sequence):
             return True
-        at = lowered.find(first, at + 1)
     return False
+
+
+def _token_places(text: str, lowered: str, token: str) -> Iterator[int]:
+    """Where ``token`` occurs in ``lowered`` with :func:`_token_bounds` (``text`` is ASCII), in order."""
+    if len(token) == 1 and token.isalnum():
+        return (match.start() for match in _lone_character(token).finditer(text))
+    return _bounded_finds(text, lowered, token)
+
+
+def _bounded_finds(text: str, lowered: str, token: str) -> Iterator[int]:
+    truncated = len(token) >= MAX_TOKEN_CHARS
+    at = lowered.find(token)
+    while at != -1:
+        if _token_bounds(text, at, at + len(token), truncated):
+            yield at
+        at = lowered.find(token, at + 1)
+
+
+@lru_cache(maxsize=64)
+def _lone_character(char: str) -> re.Pattern[str]:
+    """:func:`_token_bounds` for a one-character token as a pattern: its capital anywhere, itself
+    outside a run of lowercase letters (of digits, for a digit). A query's ``s`` (``it's``) or
+    ``t`` (``don't``) occurs thousands of times in a long output, almost always inside a word:
+    the regex engine skips those in one scan, where a loop over each occurrence was most of some
+    searches. The checks come after the character so that the scan looks for it like ``str.find``."""
+    if char.isdigit():
+        return re.compile(rf"{char}(?<![0-9]{char})(?![0-9])")
+    return re.compile(rf"{char.upper()}|{char}(?<![a-z]{char})(?![a-z])")
 
 
 def _token_bounds(text: str, start: int, end: int, truncated: bool) -> bool:
     """Whether ``text[start:end]`` (ASCII) may be a token: a token never starts or ends inside a
     run of lowercase letters or of digits (words, their atoms and their camel-case pieces all take
     such runs whole), unless it was cut to :data:`MAX_TOKEN_CHARS`."""
-    def inside(before: str, after: str) -> bool:
-        return (before.islower() and after.islower()) or (before.isdigit() and after.isdigit())
-
-    if start > 0 and inside(text[start - 1], text[start]):
+    if start > 0 and _inside(text[start - 1 : start + 1]):
         return False
-    return truncated or end >= len(text) or not inside(text[end - 1], text[end])
+    return truncated or end >= len(text) or not _inside(text[end - 1 : end + 1])
+
+
+def _inside(pair: str) -> bool:
+    """Whether two adjacent characters are in one run of lowercase letters or of digits."""
+    return (pair.islower() and pair.isalpha()) or pair.isdigit()
 
 
 def idf(total_docs: int, doc_freq: int) -> float:

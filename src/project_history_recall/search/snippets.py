@@ -33,11 +33,14 @@ def _patterns(plan: QueryPlan, lowered: bool) -> tuple[re.Pattern[str], ...]:
         escaped = re.escape(surface.lower() if lowered else surface)
         if surface.isascii() and surface[0].isalnum():
             # A word matches at a word start and is marked to the end of its word (``timeout``
-            # marks ``timeouts``, ``retry`` marks ``RetryPolicy``): never half a word.
+            # marks ``timeouts``, ``retry`` marks ``RetryPolicy``): never half a word. The word
+            # start is checked behind the surface (``surface(?<!x surface)``, not ``(?<!x)surface``):
+            # a pattern that opens with its literal is searched for like ``str.find``, one that
+            # opens with a lookbehind is tried at every character (20x slower on a tool call).
             if lowered:
-                patterns.append(re.compile(rf"(?<![a-z0-9]){escaped}[a-z0-9]*"))
+                patterns.append(re.compile(rf"{escaped}(?<![a-z0-9]{escaped})[a-z0-9]*"))
             else:
-                patterns.append(re.compile(rf"(?<![A-Za-z0-9]){escaped}[A-Za-z0-9]*", re.IGNORECASE))
+                patterns.append(re.compile(rf"{escaped}(?<![A-Za-z0-9]{escaped})[A-Za-z0-9]*", re.IGNORECASE))
         else:
             patterns.append(re.compile(escaped, re.IGNORECASE))
     return tuple(patterns)

@@ -69,6 +69,7 @@ class Workspace:
         self._rules = rules
         self.source = WithholdingSource(self.histories, self._token, rules)
         self.indexer = Indexer(self.index, self.source, probe, phases=[EditPhase()])
+        self._resolver: tuple[tuple[object, ...], Resolver] | None = None
 
     def refresh(self, *, force: bool = False, progress: Progress | None = None,
                 lock_timeout: float = 10.0) -> RefreshReport:
@@ -91,7 +92,13 @@ class Workspace:
         return total + sum(s.file_count() for s in self.sources if isinstance(s, TranscriptSource))
 
     def resolver(self) -> Resolver:
-        return Resolver(self.home.load_projects(), self.home.environment())
+        """Hermes's projects as they are now. Read again only when ``projects.db`` (or its WAL)
+        changed: reading it costs a connection and a query, about 1 ms, and every search asks."""
+        key = (self.home.projects_mtime(), self.home.environment())
+        cached = self._resolver
+        if cached is None or cached[0] != key:
+            cached = self._resolver = (key, Resolver(self.home.load_projects(), key[1]))
+        return cached[1]
 
     def asker(self, conn: sqlite3.Connection | None, resolver: Resolver, session_id: str | None,
               cwd: str | None) -> Asker:
