@@ -37,10 +37,12 @@ def test_rankings_survive_the_storage(seed):
     rng = np.random.default_rng(seed)
     rows = rng.normal(size=(200, 512)).astype(np.float32)
     rows /= np.linalg.norm(rows, axis=1, keepdims=True)
-    query = rows[0] + 0.5 * rng.normal(size=512).astype(np.float32)
+    noise = rng.normal(size=512).astype(np.float32)
+    query = rows[0] + 0.5 * noise / np.linalg.norm(noise)  # a paraphrase of row 0: clearly its nearest
     exact = rows @ query
     stored = decode_matrix([encode(r) for r in rows]) @ query
-    assert np.argsort(-exact)[0] == np.argsort(-stored)[0]
+    assert np.argmax(exact) == np.argmax(stored) == 0
+    # near-ties among the rest may swap, but no score moves by more than the quantisation allows
     assert np.max(np.abs(exact - stored)) < 0.02 * float(np.linalg.norm(query))
 
 
