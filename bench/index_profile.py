@@ -84,40 +84,40 @@ def first_checks(home: Path, runs: int) -> dict:
             "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
 
 
-def digest(home: Path) -> str:
-    """A hash of the entries table and of every FTS5 term's document and occurrence counts."""
+def _hash_rows(home: Path, *queries: str, setup: tuple[str, ...] = ()) -> str:
+    """A sha256 over every row of ``queries``, in order, on the home's index."""
     conn = sqlite3.connect(home / INDEX_DIR / "index.db")
     try:
+        for statement in setup:
+            conn.execute(statement)
         h = hashlib.sha256()
-        for row in conn.execute("SELECT id, session_id, message_id, position, kind, role, tool_name, timestamp, "
-                                "text, context FROM entries ORDER BY id"):
-            h.update(repr(row).encode())
-        conn.execute("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, entries_fts, row)")
-        for row in conn.execute("SELECT term, doc, cnt FROM temp.vocab ORDER BY term"):
-            h.update(repr(row).encode())
-        for row in conn.execute("SELECT id, signature, content_signature, message_count, entry_count, repo_root "
-                                "FROM sessions ORDER BY id"):
-            h.update(repr(row).encode())
+        for query in queries:
+            for row in conn.execute(query):
+                h.update(repr(row).encode())
         return h.hexdigest()
     finally:
         conn.close()
+
+
+def digest(home: Path) -> str:
+    """A hash of the entries table and of every FTS5 term's document and occurrence counts."""
+    return _hash_rows(home,
+                      "SELECT id, session_id, message_id, position, kind, role, tool_name, timestamp, "
+                      "text, context FROM entries ORDER BY id",
+                      "SELECT term, doc, cnt FROM temp.vocab ORDER BY term",
+                      "SELECT id, signature, content_signature, message_count, entry_count, repo_root "
+                      "FROM sessions ORDER BY id",
+                      setup=("CREATE VIRTUAL TABLE temp.vocab USING fts5vocab(main, entries_fts, row)",))
 
 
 def edits_digest(home: Path) -> str:
     """A hash of the edit chain the build wrote (every row of ``edits``, ids included, and the
     content signature each session's edits were extracted from): apart from :func:`digest`,
     whose figures the keyword index's history quotes."""
-    conn = sqlite3.connect(home / INDEX_DIR / "index.db")
-    try:
-        h = hashlib.sha256()
-        for row in conn.execute("SELECT id, session_id, message_id, seq, timestamp, path, abs_path, form, old_text, "
-                                "new_text, raw, said, said_message_id FROM edits ORDER BY id"):
-            h.update(repr(row).encode())
-        for row in conn.execute("SELECT session_id, content_signature FROM edit_state ORDER BY session_id"):
-            h.update(repr(row).encode())
-        return h.hexdigest()
-    finally:
-        conn.close()
+    return _hash_rows(home,
+                      "SELECT id, session_id, message_id, seq, timestamp, path, abs_path, form, old_text, "
+                      "new_text, raw, said, said_message_id FROM edits ORDER BY id",
+                      "SELECT session_id, content_signature FROM edit_state ORDER BY session_id")
 
 
 def main(argv: list[str] | None = None) -> int:
