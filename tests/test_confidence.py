@@ -73,12 +73,15 @@ def test_the_shown_message_is_the_answering_one_and_a_question_carries_its_reply
     assert plain["session_id"] == "timeouts" and "reply" not in plain  # not a question: no reply
 
 
-def test_people_read_the_confidence_and_the_reply(h):
+def test_people_read_the_confidence_the_reply_and_also(h):
     from project_history_recall.faces import humanize
 
     text = humanize.search(search("what do we do when the canary fails"))
     assert "high confidence" in text or "medium confidence" in text
     assert "↳ reply (assistant): run" in text
+    payload = search("heron is slow, what is the client timeout", mode="hybrid")
+    also = payload["results"][0]["also"]
+    assert f"+ also ({also['kind']}): {also['snippet']}" in humanize.search(payload)
     vague = humanize.search(search("what did we decide about the kafka consumer lag dashboard plan"))
     assert "no confident match in this project" in vague and "low confidence" in vague
 
