@@ -85,7 +85,8 @@ class SessionResult:
     best: Hit
     score: float
     hits: list[Hit]
-    #: the session's next messages by the evidence that chose ``best`` (hybrid only), best first
+    #: the session's next real messages (never a title) by the evidence that chose ``best``
+    #: (hybrid only), best first
     runners_up: list[Hit] = field(default_factory=list)
 
 
@@ -342,7 +343,7 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
         real = [key for key, hit in candidates if hit.kind != "title"]
         shown = shown_messages(real or [key for key, _ in candidates], evidence, message_coverage, RUNNERS_UP + 1)
         results.append(SessionResult(item.key, faces[shown[0]], item.score, [h for _, h in candidates],
-                                     [faces[key] for key in shown[1:]]))
+                                     [faces[key] for key in shown[1:]] if real else []))
     return results
 
 

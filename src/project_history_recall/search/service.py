@@ -231,8 +231,7 @@ def _result(conn: sqlite3.Connection, group: SessionResult, plan: QueryPlan, sco
     reply = _reply(conn, hit, plan)
     if reply:
         result["reply"] = reply
-    also = next((h for h in group.runners_up
-                 if h.kind != "title" and (reply is None or h.message_id != reply["message_id"])), None)
+    also = next((h for h in group.runners_up if reply is None or h.message_id != reply["message_id"]), None)
     if also is not None:
         result["also"] = _shown(also.message_id, also.kind, also.text, also.timestamp, plan)
     if everywhere:
