@@ -44,6 +44,18 @@ def test_no_window_without_a_time_phrase_and_relative_ones_need_the_asking_time(
     assert query_window("what did we decide yesterday", lambda: None) is None
 
 
+@pytest.mark.parametrize("text", ["upgrade to version 2.10.2024 of the parser", "pip install tzdata==1.2.2024",
+                                  "the v3.12.2023 changelog", "build 1.2.2024.5 failed", "tag 10.2.10.2024"])
+def test_a_version_number_is_not_a_date(text) -> None:
+    assert query_window(text, lambda: ASKED) is None
+
+
+def test_a_date_after_a_version_number_is_still_read() -> None:
+    window = query_window("version 2.10.2024 shipped on 09.01.2024.", lambda: ASKED)
+    assert window is not None
+    assert (window.after, window.before) == (day(2024, 1, 9), day(2024, 1, 11))
+
+
 def _history(tmp_path) -> tuple[History, float]:
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")

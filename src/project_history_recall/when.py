@@ -62,10 +62,13 @@ _LEAD = r"(?P<lead>\b(?:before|after|since|until|on|in|during)\s+(?:the\s+)?)?"
 _DATES = [
     re.compile(_LEAD + r"\b" + _ORDINAL + r"\s+(?:of\s+)?" + _MONTH + r",?\s+" + _YEAR + r"\b", re.IGNORECASE),
     re.compile(_LEAD + r"\b" + _MONTH + r"\s+" + _ORDINAL + r",?\s+" + _YEAR + r"\b", re.IGNORECASE),
-    re.compile(_LEAD + r"\b(?P<day>\d{1,2})\.(?P<mnum>\d{1,2})\.(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE),
+    re.compile(_LEAD + r"(?<![\w.=])(?P<day>\d{1,2})\.(?P<mnum>\d{1,2})\.(?P<year>(?:19|20)\d\d)(?!\.?\d)",
+               re.IGNORECASE),
     re.compile(_LEAD + r"\b(?P<year>(?:19|20)\d\d)-(?P<mnum>\d{2})-(?P<day>\d{2})\b", re.IGNORECASE),
     re.compile(_LEAD + r"\b" + _MONTH + r",?\s+" + _YEAR + r"\b", re.IGNORECASE),
 ]
+#: Words after which ``2.10.2024`` is a version number, not a date.
+_VERSION_WORD = re.compile(r"\b(?:version|release|rev|v)\s*$", re.IGNORECASE)
 _IN_YEAR = re.compile(r"\b(?P<lead>in|during|before|after|since)\s+(?P<year>(?:19|20)\d\d)\b", re.IGNORECASE)
 #: Phrases about when something was said, relative to the asking session: (days back the
 #: window starts, days back it ends).
@@ -118,20 +121,9 @@ def query_window(text: str, asked_at: Callable[[], float | None]) -> Window | No
     days ago") count back from ``asked_at()``, the asking session's time, asked only for such
     a phrase (None: they are not read). Dates are local time, like :func:`parse_when`. None
     when nothing is found."""
-    for pattern in _DATES:
-        match = pattern.search(text)
-        if not match:
-            continue
-        parts = match.groupdict()
-        year = int(parts["year"])
-        month = _MONTHS[parts["month"].lower()] if parts.get("month") else int(parts["mnum"])
-        if parts.get("day"):
-            start = _local(year, month, int(parts["day"]))
-            end = None if start is None else start + _DAY
-        else:
-            start, end = _local(year, month), _next_month(year, month)
-        if start is not None and end is not None:
-            return _bounded(parts.get("lead"), start, end, match.group(0).strip())
+    window = _date_window(text)
+    if window is not None:
+        return window
     match = _IN_YEAR.search(text)
     if match:
         start, end = _local(int(match["year"]), 1), _local(int(match["year"]) + 1, 1)
@@ -151,6 +143,23 @@ def query_window(text: str, asked_at: Callable[[], float | None]) -> Window | No
         days = count * _UNIT_DAYS[match["unit"].lower()]
         slack = max(1.0, days / 4)
         return Window(now - (days + slack) * _DAY, now - (days - slack) * _DAY + _DAY, match.group(0))
+    return None
+
+
+def _date_window(text: str) -> Window | None:
+    """The window of the first date in ``text`` (pattern order), skipping version numbers."""
+    for match in (m for pattern in _DATES for m in pattern.finditer(text)
+                  if m["lead"] or not _VERSION_WORD.search(text, 0, m.start())):
+        parts = match.groupdict()
+        year = int(parts["year"])
+        month = _MONTHS[parts["month"].lower()] if parts.get("month") else int(parts["mnum"])
+        if parts.get("day"):
+            start = _local(year, month, int(parts["day"]))
+            end = None if start is None else start + _DAY
+        else:
+            start, end = _local(year, month), _next_month(year, month)
+        if start is not None and end is not None:
+            return _bounded(parts.get("lead"), start, end, match.group(0).strip())
     return None
 
 
