@@ -1,6 +1,6 @@
 """The keyword index build and the first check after a commit, timed by CPU as well as wall.
 
-``python -m bench.index_profile --size M [--profile] [--checks 9] [--digest] [--run-dir NAME]``
+``python -m bench.index_profile --size M [--profile] [--checks 9] [--turns 15] [--digest] [--run-dir NAME]``
 
 ``bench.run`` times the same build in wall seconds, which a shared machine skews; this
 reports ``time.process_time`` beside it (the build is single-threaded), so figures taken while
@@ -8,7 +8,10 @@ other work runs stay comparable, and ``--profile`` prints where the build's time
 (cProfile, by own time). The first check after a commit is timed after a commit to
 ``state.db`` that changes no session (a row in a side table): every session is compared and
 nothing is rewritten, which is the cost each search pays right after Hermes writes a turn
-that touches no indexed session. ``--digest`` prints a hash of what the build wrote (the
+that touches no indexed session. ``--turns`` then times the check after a Hermes turn: a
+message appended through Hermes's own ``SessionDB.append_message``, which also updates its
+session's row, so one session is found changed and rewritten (the common case: Hermes
+writes the turn that asks, then the search runs). ``--digest`` prints a hash of what the build wrote (the
 entries table and every FTS5 term's per-row counts) and of the edit chain, so two versions of
 the indexer can be shown to write the same index.
 """
@@ -16,6 +19,7 @@ the indexer can be shown to write the same index.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import cProfile
 import hashlib
 import io
@@ -84,6 +88,33 @@ def first_checks(home: Path, runs: int) -> dict:
             "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
 
 
+def checks_after_turns(home: Path, runs: int) -> dict:
+    """The refresh after each of ``runs`` Hermes turns, in one long-lived process."""
+    from hermes_state import SessionDB
+
+    from project_history_recall.recall import Recall
+
+    recall = Recall(home)
+    recall.refresh()
+    with contextlib.closing(sqlite3.connect(f"{(home / 'state.db').resolve().as_uri()}?mode=ro", uri=True)) as conn:
+        newest = [row[0] for row in conn.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 5")]
+    db = SessionDB(db_path=home / "state.db")
+    try:
+        walls, cpus = [], []
+        for turn in range(runs):
+            db.append_message(newest[turn % len(newest)], "user", f"turn {turn}: what did we decide about retries?")
+            cpu, wall = time.process_time(), time.perf_counter()
+            report = recall.refresh()
+            cpus.append(time.process_time() - cpu)
+            walls.append(time.perf_counter() - wall)
+            if report.sessions_updated != 1:
+                raise RuntimeError(f"a turn should rewrite its one session: {report}")
+    finally:
+        db.close()
+    return {"runs": runs, "p50_ms": round(statistics.median(walls) * 1000, 2),
+            "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
+
+
 def _hash_rows(home: Path, *queries: str, setup: tuple[str, ...] = ()) -> str:
     """A sha256 over every row of ``queries``, in order, on the home's index."""
     conn = sqlite3.connect(home / INDEX_DIR / "index.db")
@@ -126,6 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--profile", action="store_true", help="print the build's cProfile, by own time")
     parser.add_argument("--checks", type=int, default=9, help="first checks after a commit to time (0: none)")
+    parser.add_argument("--turns", type=int, default=15, help="checks after a Hermes turn to time (0: none)")
     parser.add_argument("--digest", action="store_true",
                         help="print hashes of what the build wrote (keyword index, edit chain)")
     parser.add_argument("--run-dir", default=None,
@@ -141,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.digest:
         result["digest"] = digest(home)
         result["edits_digest"] = edits_digest(home)
+    if args.turns:  # after the digests: the turns add messages to the home
+        result["check_after_turn"] = checks_after_turns(home, args.turns)
     print(json.dumps(result, indent=1))
     if profile:
         print(profile)

@@ -502,12 +502,11 @@ def test_a_check_that_finds_the_index_as_it_left_it_runs_no_phase_but_another_wr
             side.execute("CREATE TABLE IF NOT EXISTS side_note (x)")
             side.execute("INSERT INTO side_note VALUES (1)")
 
-    mine.refresh()
-    side_commit()
-    assert mine.refresh().phases["edits"]["sessions"] == 0  # the first comparison in this process
-    side_commit()
-    report = mine.refresh()
-    assert report.compared and not report.changed and report.phases == {}
+    assert "edits" in mine.refresh().phases  # the build, which wrote: its phases ran to the end
+    for _ in range(2):
+        side_commit()
+        report = mine.refresh()
+        assert report.compared and not report.changed and report.phases == {}
 
     h.session("b", repo, branch="main")
     agent.ask("b", "rename fetch")
@@ -568,3 +567,43 @@ def test_the_edit_chain_is_its_own_phase_after_the_keyword_commit(small, monkeyp
     assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
     assert recall.refresh(force=True).phases["edits"]["sessions"] == 2
     assert sessions_of(recall.code_history(FILE, session_id="ask")) == ["a"]
+
+
+def test_the_check_after_a_turn_leaves_the_edit_chain_to_its_batches(small, monkeypatch):
+    """A process that ran every phase to the end, then sees one session change (a Hermes
+    turn), extracts that session's edits from the keyword phase's batch and does not have the
+    edit phase look over the whole index again."""
+    from project_history_recall.index.edit_phase import EditPhase
+
+    h, agent, repo = small
+    recall = h.recall()
+    recall.refresh()
+    agent.ask("a", "also rename fetch")
+    agent.edit("a", repo, "patch", {"mode": "replace", "path": FILE, "old_string": "def fetch(",
+                                    "new_string": "def fetch_one("})
+
+    def whole_run(self, *args, **kwargs):
+        raise AssertionError("the edit phase looked over the whole index after one turn")
+
+    monkeypatch.setattr(EditPhase, "run", whole_run)
+    report = recall.refresh()
+    assert report.sessions_updated == 1 and report.phases["edits"]["sessions"] == 1
+    assert len(recall.code_history(FILE, session_id="ask")["rounds"]) == 2
+
+
+def test_a_session_removed_in_a_long_lived_process_leaves_no_edit_rows(small):
+    """The sweep of the edit chain runs when sessions leave the index, not after every write:
+    a deleted session's edits are gone from the index file, not only hidden."""
+    import sqlite3
+
+    h, _, _ = small
+    recall = h.recall()
+    recall.refresh()
+    h.db.delete_session("a")
+    recall.refresh()
+    conn = sqlite3.connect(recall.workspace.index.path)
+    try:
+        assert conn.execute("SELECT COUNT(*) FROM edits WHERE session_id = 'a'").fetchone()[0] == 0
+        assert conn.execute("SELECT COUNT(*) FROM edit_state WHERE session_id = 'a'").fetchone()[0] == 0
+    finally:
+        conn.close()

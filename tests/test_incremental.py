@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from builders import History, git_init, session_ids
+from project_history_recall.sources.hermes import MESSAGES_AFTER_SQL
 
 
 @pytest.fixture
@@ -181,3 +182,18 @@ def test_a_session_deleted_and_another_created_in_its_rowid_between_two_checks(t
     assert session_ids(recall.search("pangolin", session_id="a-ask", mode="keyword")) == []
     assert session_ids(recall.search("quokka", session_id="a-ask", mode="keyword")) == ["a-3"]
     assert recall.status()["sessions_indexed"] == 4
+
+
+def test_the_newest_messages_are_found_by_a_rowid_seek_not_a_scan(two_repos):
+    """Every check after a turn asks which sessions have messages past the indexed id; on
+    Hermes's own schema that must stay a seek into the rowid range (a scan of the messages
+    index is 23 ms at M)."""
+    h, _, _ = two_repos
+    h.say("a-1", ("assistant", "the tapir note"))
+    conn = sqlite3.connect(h.root / "state.db")
+    try:
+        plan = [row[3] for row in conn.execute(f"EXPLAIN QUERY PLAN {MESSAGES_AFTER_SQL}", (0,))]
+    finally:
+        conn.close()
+    assert plan and all(step.startswith("SEARCH messages USING INTEGER PRIMARY KEY") for step in plan), plan
+    assert search(h, "tapir") == ["a-1"]

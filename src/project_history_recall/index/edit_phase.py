@@ -24,7 +24,7 @@ from project_history_recall.index.edits import (
     resolved_path,
     result_paths,
 )
-from project_history_recall.index.store import get_meta, set_meta, transaction
+from project_history_recall.index.store import REMOVALS_KEY, get_meta, set_meta, transaction
 from project_history_recall.paths import path_key, relative_to
 from project_history_recall.sources import SourceMessage, SourceReader
 
@@ -171,18 +171,18 @@ class EditPhase:
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
         """Bring ``edits`` in step with the sessions the index holds; returns how many
         sessions were looked at."""
-        # The rows of sessions gone from the index are swept when the keyword phase has written
-        # since the last sweep (it bumps the generation): the sweep reads every edit, and the
-        # check after a commit that changed nothing must not pay for it. Rows it has not swept
-        # yet are never shown (every read joins ``sessions``).
-        generation = get_meta(conn, "generation", "0")
-        if force or get_meta(conn, "edits_swept_generation") != generation:
+        # The rows of sessions gone from the index are swept when sessions have left it since
+        # the last sweep (:func:`bump_removals`): the sweep reads every edit, and the check after
+        # a turn, which removes nothing, must not pay for it. Rows it has not swept yet are
+        # never shown (every read joins ``sessions``).
+        removals = get_meta(conn, REMOVALS_KEY, "0")
+        if force or get_meta(conn, "edits_swept_removals") != removals:
             with transaction(conn):
                 if force:
                     conn.execute("DELETE FROM edit_state")
                 conn.execute("DELETE FROM edits WHERE session_id NOT IN (SELECT id FROM sessions)")
                 conn.execute("DELETE FROM edit_state WHERE session_id NOT IN (SELECT id FROM sessions)")
-                set_meta(conn, "edits_swept_generation", generation)
+                set_meta(conn, "edits_swept_removals", removals)
         stale = conn.execute(_STALE_SQL).fetchall()
         for start in range(0, len(stale), BATCH_SESSIONS):
             self._extract(conn, stale[start : start + BATCH_SESSIONS], reader.messages)

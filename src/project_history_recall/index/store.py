@@ -419,6 +419,18 @@ def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))
 
 
+#: Bumped each time sessions leave the index: what a phase keyed by session sweeps on.
+REMOVALS_KEY = "sessions_removed"
+
+
+def bump_removals(conn: sqlite3.Connection) -> None:
+    """Sessions left the index (deleted, withheld, or all of them for a rebuild): the edit
+    chain sweeps their rows when this changed, not after every write (the sweep reads every
+    edit: 7 ms at M, on each check after a turn)."""
+    conn.execute(f"INSERT INTO meta(key, value) VALUES ('{REMOVALS_KEY}', '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+
+
 def bump_vectors_generation(conn: sqlite3.Connection) -> None:
     """Every write to ``chunks`` bumps this, so caches of vectors and counts key on one meta row
     instead of counting the table."""

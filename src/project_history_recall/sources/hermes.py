@@ -218,6 +218,8 @@ def _is_delegate(model_config: object) -> bool:
 _SIGNATURE_COLUMNS = ("source", "parent_session_id", "ended_at", "end_reason", "cwd", "git_branch", "git_repo_root",
                       "title", "archived", "model_config")
 _CONTENT_COLUMNS = ("message_count", "rewind_count")
+#: The newest messages by their rowid: a range seek, however many messages there are.
+MESSAGES_AFTER_SQL = "SELECT session_id FROM messages WHERE id > ?"
 
 
 def _signature_sql(available: set[str], columns: tuple[str, ...]) -> str:
@@ -358,8 +360,10 @@ class HermesReader:
         return int(self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM messages").fetchone()[0])
 
     def sessions_with_messages_after(self, message_id: int) -> set[str]:
-        rows = self._conn.execute("SELECT DISTINCT session_id FROM messages WHERE id > ?", (message_id,))
-        return {r[0] for r in rows}
+        """The sessions of the messages newer than ``message_id``. Deduplicated here, not by
+        ``DISTINCT``: with it SQLite scans the whole ``(session_id, timestamp)`` index instead of
+        seeking the rowid range (23 ms instead of 0.07 at M, on every check after a turn)."""
+        return {r[0] for r in self._conn.execute(MESSAGES_AFTER_SQL, (message_id,))}
 
     def _rows(self, sql: str, params: tuple = ()) -> sqlite3.Cursor:
         """Message rows as plain tuples, in the order of ``_message_cols`` (what :meth:`_message`
