@@ -228,9 +228,12 @@ def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bo
     new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
     if not new_messages and signatures == mirror:  # the usual answer, in one comparison done in C
         return Changes(signatures, max_id, indexed_max, set(), set(), set(), mirror.keys())
-    content = {sid for sid, (_, content_signature) in signatures.items()
-               if sid not in mirror or mirror[sid][1] != content_signature or sid in new_messages}
-    meta = {sid for sid, (signature, _) in signatures.items() if sid not in content and mirror[sid][0] != signature}
+    # One pass over the sessions finds the few that differ (tuples shared with the mirror
+    # compare by identity); only those are looked at twice.
+    differing = [(sid, value) for sid, value in signatures.items() if mirror.get(sid) != value]
+    content = {sid for sid, (_, content_signature) in differing
+               if sid not in mirror or mirror[sid][1] != content_signature} | (new_messages & signatures.keys())
+    meta = {sid for sid, (signature, _) in differing if sid not in content and mirror[sid][0] != signature}
     return Changes(signatures, max_id, indexed_max, content, meta, mirror.keys() - signatures.keys(), mirror.keys())
 
 

@@ -284,12 +284,14 @@ class TranscriptSource:
                                        (self.name,))}
         changed = [(path, stat) for path, stat in sorted(stats.items())
                    if known.get(path) != (stat.st_ino, stat.st_size, stat.st_mtime_ns)]
-        with transaction(conn):
-            for gone in set(known) - set(stats):
-                row = conn.execute("SELECT file_no FROM source_files WHERE path = ?", (gone,)).fetchone()
-                if row is not None:
-                    self._drop(conn, row[0])
-                conn.execute("DELETE FROM source_files WHERE path = ?", (gone,))
+        gone_paths = set(known) - set(stats)
+        if gone_paths:  # a write transaction only when there is something to write
+            with transaction(conn):
+                for gone in gone_paths:
+                    row = conn.execute("SELECT file_no FROM source_files WHERE path = ?", (gone,)).fetchone()
+                    if row is not None:
+                        self._drop(conn, row[0])
+                    conn.execute("DELETE FROM source_files WHERE path = ?", (gone,))
         for start in range(0, len(changed), FILES_PER_TRANSACTION):
             with transaction(conn):
                 for path, stat in changed[start : start + FILES_PER_TRANSACTION]:
@@ -301,16 +303,15 @@ class TranscriptSource:
                         path, row["file_no"], row["inode"], row["size"], row["mtime_ns"], row["offset"], row["tail"],
                         row["generation"], row["lines"], json.loads(row["state"]), json.loads(row["skipped"]))
                     self._parse(conn, current, stat)
-        with transaction(conn):
-            self._withhold(conn)
+        rules = self.rules() if self.rules is not None else None
+        if rules is not None and not rules.empty:
+            with transaction(conn):
+                self._withhold(conn, rules)
 
-    def _withhold(self, conn: sqlite3.Connection) -> None:
+    def _withhold(self, conn: sqlite3.Connection, rules: Withholding) -> None:
         """Drop the parsed messages of sessions that are forgotten or excluded now, and mark their
         files unread: what is withheld stays out of our database, and comes back (read again from
         the file) once it is no longer withheld. Such a file is parsed on every read meanwhile."""
-        rules = self.rules() if self.rules is not None else None
-        if rules is None or rules.empty:
-            return
         hidden = json.dumps(sorted(withheld_ids(TranscriptReader(conn, self.name).sessions(), rules)))
         conn.execute("DELETE FROM file_messages WHERE session_id IN (SELECT value FROM json_each(?))", (hidden,))
         conn.execute("UPDATE source_files SET inode = NULL WHERE file_no IN (SELECT file_no FROM file_sessions "
