@@ -275,3 +275,35 @@ def test_status_shows_what_was_sent_as_counts_only(remote):
     status = h.recall().status()
     assert status["sent"]["requests"] == len(server.requests) > 0
     assert status["consent"]["given"] and SECRET not in str(status)
+
+
+def test_the_backlog_count_follows_turns_embedding_rewinds_and_deletions_in_one_process(tmp_path):
+    """A long-lived process counts again only the sessions a write may have changed: the
+    count it reports must still be the true one after each kind of write."""
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("a", repo, "note about the heron pipeline", "answer about herons")
+    h.session("b", repo, "the egret backlog", "egrets are next")
+    h.session("ask", repo)
+    recall = h.recall()
+
+    def pending() -> int:
+        return recall.search("heron", session_id="ask", mode="keyword").get("semantic_pending", 0)
+
+    assert pending() == 4
+    recall.embed()
+    assert pending() == 0
+    h.say("a", ("user", "one more heron question"))
+    assert pending() == 1  # a turn: its session is counted again
+    said = h.say("b", ("user", "and the egret answer?"))
+    recall.refresh()
+    recall.embed()
+    assert pending() == 0  # vectors written: the sessions that had a backlog are counted again
+    h.say("b", ("assistant", "egrets after herons"))
+    assert pending() == 1
+    h.db.rewind_to_message("b", said)
+    assert pending() == 0  # the rewound messages' vectors are orphans: they count for nothing
+    h.say("a", ("assistant", "the last heron note"))
+    h.db.delete_session("b")
+    assert pending() == 1
+    h.close()

@@ -239,37 +239,74 @@ def vectors_key(conn: sqlite3.Connection) -> tuple:
     return tuple(row)
 
 
-_pending_cache: dict[tuple, dict[str, int]] = {}
+@dataclass
+class _Backlog:
+    """What :func:`pending_in_scope` last counted for one index, model and ``since``: each
+    session's content signature then, and its messages without vectors (only those with some)."""
+
+    generations: tuple
+    content: dict[str, str]
+    pending: dict[str, int]
+
+
+_backlogs: dict[tuple, _Backlog] = {}
 
 
 def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str],
                      since: float | None = None) -> int:
     """How many in-scope messages lack vectors (with ``since``: of those written at or after it;
-    older ones are not meant to get any). The sessions with a backlog are found once per index
-    and vector state (usually few); a query only looks those up in its scope."""
-    key = (*vectors_key(conn), fingerprint, since)
-    pending = _pending_cache.get(key)
-    if pending is None:
-        kinds = ",".join("?" * len(EMBED_KINDS))
-        # A message is at or after ``since`` exactly when one of its entries is.
-        newer, newer_params = ("AND timestamp >= ?", [since]) if since is not None else ("", [])
-        messages = conn.execute(
-            f"SELECT session_id, COUNT(DISTINCT message_id) FROM entries WHERE kind IN ({kinds}) "
-            f"AND message_id IS NOT NULL {newer} GROUP BY session_id", [*EMBED_KINDS, *newer_params]).fetchall()
-        # Only vectors of messages the index still has count (rewound ones are orphans).
-        vectors = dict(conn.execute(
-            "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_id = ? "
-            f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds}) "
-            f"{newer.replace('timestamp', 'e.timestamp')}) GROUP BY c.session_id",
-            (model_id(conn, fingerprint), *EMBED_KINDS, *newer_params)).fetchall())
-        if len(_pending_cache) > 8:
-            _pending_cache.clear()
-        pending = _pending_cache[key] = {sid: n - vectors.get(sid, 0) for sid, n in messages
-                                         if n > vectors.get(sid, 0)}
-    if not pending:
+    older ones are not meant to get any). The sessions with a backlog are counted once per index
+    and vector state (usually few); a query only looks those up in its scope.
+
+    After a write only some sessions are counted again (counting them all is 110 ms at M for
+    the messages and as much for the vectors, which every search after a Hermes turn paid):
+    those whose content signature changed (their embeddable entries change only with it), and,
+    when vectors were written, those that had a backlog (vectors are only added for messages
+    that lacked them; the ones deleted are of sessions gone or of messages the index no longer
+    has, which count for nothing)."""
+    generation, vectors_generation, path = vectors_key(conn)
+    key = (path, fingerprint, since)
+    backlog = _backlogs.get(key)
+    if backlog is None or backlog.generations != (generation, vectors_generation):
+        content = {sid: signature for sid, signature in conn.execute("SELECT id, content_signature FROM sessions")}
+        if backlog is None:
+            pending = _count_backlog(conn, fingerprint, since, None)
+        else:
+            again = {sid for sid, signature in content.items() if backlog.content.get(sid) != signature}
+            if vectors_generation != backlog.generations[1]:
+                again |= backlog.pending.keys() & content.keys()
+            pending = {sid: n for sid, n in backlog.pending.items() if sid in content and sid not in again}
+            if again:
+                pending.update(_count_backlog(conn, fingerprint, since, again))
+        if len(_backlogs) > 8:
+            _backlogs.clear()
+        backlog = _backlogs[key] = _Backlog((generation, vectors_generation), content, pending)
+    if not backlog.pending:
         return 0
     in_scope = set(session_ids)
-    return sum(n for sid, n in pending.items() if sid in in_scope)
+    return sum(n for sid, n in backlog.pending.items() if sid in in_scope)
+
+
+def _count_backlog(conn: sqlite3.Connection, fingerprint: str, since: float | None,
+                   sessions: set[str] | None) -> dict[str, int]:
+    """Messages without vectors, by session (of ``sessions``, or all), for those with some."""
+    kinds = ",".join("?" * len(EMBED_KINDS))
+    # A message is at or after ``since`` exactly when one of its entries is.
+    newer, newer_params = ("AND timestamp >= ?", [since]) if since is not None else ("", [])
+    only, only_params = ("AND session_id IN (SELECT value FROM json_each(?))",
+                         [json.dumps(sorted(sessions))]) if sessions is not None else ("", [])
+    messages = conn.execute(
+        f"SELECT session_id, COUNT(DISTINCT message_id) FROM entries WHERE kind IN ({kinds}) "
+        f"AND message_id IS NOT NULL {newer} {only} GROUP BY session_id",
+        [*EMBED_KINDS, *newer_params, *only_params]).fetchall()
+    # Only vectors of messages the index still has count (rewound ones are orphans).
+    vectors = dict(conn.execute(
+        "SELECT c.session_id, COUNT(DISTINCT c.message_id) FROM chunks c WHERE c.model_id = ? "
+        f"{only.replace('session_id', 'c.session_id')} "
+        f"AND EXISTS (SELECT 1 FROM entries e WHERE e.message_id = c.message_id AND e.kind IN ({kinds}) "
+        f"{newer.replace('timestamp', 'e.timestamp')}) GROUP BY c.session_id",
+        (model_id(conn, fingerprint), *only_params, *EMBED_KINDS, *newer_params)).fetchall())
+    return {sid: n - vectors.get(sid, 0) for sid, n in messages if n > vectors.get(sid, 0)}
 
 
 #: Seconds a failed background run is reported (``unavailable``) before the next read tries
