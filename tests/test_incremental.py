@@ -197,3 +197,15 @@ def test_the_newest_messages_are_found_by_a_rowid_seek_not_a_scan(two_repos):
         conn.close()
     assert plan and all(step.startswith("SEARCH messages USING INTEGER PRIMARY KEY") for step in plan), plan
     assert search(h, "tapir") == ["a-1"]
+
+
+def test_a_move_and_a_new_message_between_two_searches_of_one_process(two_repos):
+    """The session is rewritten for its new message, and its move must reach the scope too
+    (scope is cached until what attributes a session changes, which a turn alone does not)."""
+    h, _, b = two_repos
+    recall = h.recall()
+    assert session_ids(recall.search("walrus", session_id="a-ask", mode="keyword")) == ["a-1"]
+    h.say("a-1", ("assistant", "the walrus table moves too"))
+    h.db.update_session_cwd("a-1", str(b))
+    assert session_ids(recall.search("walrus", session_id="a-ask", mode="keyword")) == []
+    assert session_ids(recall.search("walrus", session_id="b-ask", mode="keyword")) == ["a-1"]

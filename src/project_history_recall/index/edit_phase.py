@@ -24,7 +24,7 @@ from project_history_recall.index.edits import (
     resolved_path,
     result_paths,
 )
-from project_history_recall.index.store import REMOVALS_KEY, get_meta, set_meta, transaction
+from project_history_recall.index.store import REMOVALS, get_meta, set_meta, transaction
 from project_history_recall.paths import path_key, relative_to
 from project_history_recall.sources import SourceMessage, SourceReader
 
@@ -172,10 +172,10 @@ class EditPhase:
         """Bring ``edits`` in step with the sessions the index holds; returns how many
         sessions were looked at."""
         # The rows of sessions gone from the index are swept when sessions have left it since
-        # the last sweep (:func:`bump_removals`): the sweep reads every edit, and the check after
+        # the last sweep (``REMOVALS``): the sweep reads every edit, and the check after
         # a turn, which removes nothing, must not pay for it. Rows it has not swept yet are
         # never shown (every read joins ``sessions``).
-        removals = get_meta(conn, REMOVALS_KEY, "0")
+        removals = get_meta(conn, REMOVALS, "0")
         if force or get_meta(conn, "edits_swept_removals") != removals:
             with transaction(conn):
                 if force:

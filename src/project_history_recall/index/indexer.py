@@ -25,9 +25,12 @@ from typing import Protocol
 
 from project_history_recall.index.probes import Probe, cached_probe, git_probe, moved, probe_markers, reprobe
 from project_history_recall.index.store import (
+    GENERATION,
+    REMOVALS,
+    SCOPE_GENERATION,
+    VECTORS_GENERATION,
     Index,
-    bump_removals,
-    bump_vectors_generation,
+    bump,
     get_meta,
     set_meta,
     transaction,
@@ -340,7 +343,7 @@ class Indexer:
                 self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress,
                                      known=set())
                 if conn.execute("DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount:
-                    bump_vectors_generation(conn)
+                    bump(conn, VECTORS_GENERATION)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed)
             return report, mirror, list(self.phases)
@@ -394,14 +397,15 @@ class Indexer:
     def _finish(self, conn: sqlite3.Connection, max_id: int) -> None:
         set_meta(conn, "max_message_id", max_id)
         set_meta(conn, "last_index_at", time.time())
-        _bump_generation(conn)
+        bump(conn, GENERATION)
 
     def _clear(self, conn: sqlite3.Connection) -> None:
         conn.execute("INSERT INTO entries_fts(entries_fts) VALUES ('delete-all')")
         conn.execute("DELETE FROM entries")
         conn.execute("DELETE FROM sessions")
         conn.execute("DELETE FROM probes")
-        bump_removals(conn)
+        bump(conn, REMOVALS)
+        bump(conn, SCOPE_GENERATION)
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
@@ -411,6 +415,7 @@ class Indexer:
         have old rows to delete — a first build skips that work). ``read`` keeps the messages
         read, by session, for the phases."""
         ids = list(ids)
+        attribution_changed = False
         for done, sid in enumerate(ids, start=1):
             messages = reader.messages(sid)
             if read is not None:
@@ -422,10 +427,14 @@ class Indexer:
             self._insert_entries(conn, sid, entries)
             report.entries_written += len(entries)
             last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
+            before = _attribution_of(conn, sid) if sid in known else None
             self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
+            attribution_changed = attribution_changed or before is None or before != _attribution_of(conn, sid)
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == len(ids)):
                 progress(done, len(ids))
+        if attribution_changed:
+            bump(conn, SCOPE_GENERATION)
 
     def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
         """Two ``executemany`` per session instead of two statements per entry. The ids are
@@ -462,11 +471,13 @@ class Indexer:
         """A session gone from the source (deleted, forgotten, excluded): its vectors too."""
         self._delete_entries(conn, sid)
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        bump_removals(conn)
+        bump(conn, REMOVALS)
+        bump(conn, SCOPE_GENERATION)
         if conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount:
-            bump_vectors_generation(conn)
+            bump(conn, VECTORS_GENERATION)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
+        bump(conn, SCOPE_GENERATION)  # what attributes it may have changed (a move, an archive)
         old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
         if old is not None and old["title"] != session.title:
             self._delete_entries(conn, session.id, ("title",))
@@ -516,7 +527,8 @@ class Indexer:
                                      (*effective, row["id"]))
                         updated += 1
             if updated:
-                _bump_generation(conn)
+                bump(conn, GENERATION)
+                bump(conn, SCOPE_GENERATION)
         return updated
 
     def _effective_git(self, conn: sqlite3.Connection, cwd: str | None, git_repo_root: str | None,
@@ -548,9 +560,11 @@ def _count_phase(report: RefreshReport, name: str, sessions: int, seconds: float
     figures["seconds"] = round(figures["seconds"] + seconds, 4)
 
 
-def _bump_generation(conn: sqlite3.Connection) -> None:
-    """Readers cache what they derive from ``sessions`` per generation: say it changed."""
-    set_meta(conn, "generation", int(get_meta(conn, "generation", "0") or 0) + 1)
+def _attribution_of(conn: sqlite3.Connection, sid: str) -> tuple | None:
+    """What the scope of a session is computed from (:mod:`..search.scope` reads the same)."""
+    row = conn.execute("SELECT cwd, repo_root, branch, archived, hidden, started_at FROM sessions WHERE id = ?",
+                       (sid,)).fetchone()
+    return tuple(row) if row is not None else None
 
 
 def _nearest_existing(path: str) -> str | None:

@@ -419,20 +419,21 @@ def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
     conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, str(value)))
 
 
-#: Bumped each time sessions leave the index: what a phase keyed by session sweeps on.
-REMOVALS_KEY = "sessions_removed"
+# Counters in ``meta`` that say that something changed, so that caches and sweeps key on
+# one row instead of comparing tables (each is bumped in the transaction of its change):
+#: every write of the keyword phase: what readers derive from ``sessions`` and ``entries``;
+GENERATION = "generation"
+#: every write to ``chunks``: the caches of vectors and of the backlog;
+VECTORS_GENERATION = "vectors_generation"
+#: sessions left the index (deleted, withheld, or all of them for a rebuild): the edit
+#: chain sweeps their rows then, not after every write (the sweep reads every edit: 7 ms at M);
+REMOVALS = "sessions_removed"
+#: sessions came or went, or what attributes one changed (cwd, repo root, branch, archived,
+#: hidden, start): the scope cache. A Hermes turn rewrites its session and changes none of
+#: them, so the searches after it do not attribute every session again (20 ms at M).
+SCOPE_GENERATION = "scope_generation"
 
 
-def bump_removals(conn: sqlite3.Connection) -> None:
-    """Sessions left the index (deleted, withheld, or all of them for a rebuild): the edit
-    chain sweeps their rows when this changed, not after every write (the sweep reads every
-    edit: 7 ms at M, on each check after a turn)."""
-    conn.execute(f"INSERT INTO meta(key, value) VALUES ('{REMOVALS_KEY}', '1') "
-                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
-
-
-def bump_vectors_generation(conn: sqlite3.Connection) -> None:
-    """Every write to ``chunks`` bumps this, so caches of vectors and counts key on one meta row
-    instead of counting the table."""
-    conn.execute("INSERT INTO meta(key, value) VALUES ('vectors_generation', '1') "
-                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1")
+def bump(conn: sqlite3.Connection, counter: str) -> None:
+    conn.execute("INSERT INTO meta(key, value) VALUES (?, '1') "
+                 "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (counter,))

@@ -32,7 +32,7 @@ from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import searchable_text
-from project_history_recall.index.store import Index, bump_vectors_generation, short_hash, transaction
+from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, short_hash, transaction
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
@@ -211,7 +211,7 @@ class Embedder:
                         "vector) VALUES (?, ?, ?, ?, ?, ?)",
                         [(model, sid, mid, idx, digest, vector) for sid, mid, idx, digest, vector in rows],
                     )
-                    bump_vectors_generation(conn)
+                    bump(conn, VECTORS_GENERATION)
             finally:
                 conn.close()
 
@@ -227,7 +227,7 @@ class Embedder:
                         "DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM entries e "
                         "WHERE e.session_id = chunks.session_id AND e.message_id = chunks.message_id)").rowcount
                     if gone:
-                        bump_vectors_generation(conn)
+                        bump(conn, VECTORS_GENERATION)
             finally:
                 conn.close()
 

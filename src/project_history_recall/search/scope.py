@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from project_history_recall.attribution import Identity, Resolver
+from project_history_recall.index.store import SCOPE_GENERATION
 
 
 @dataclass(frozen=True)
@@ -53,11 +54,12 @@ _attributed_cache: dict[tuple, _Attributed] = {}
 
 
 def _attributed(conn: sqlite3.Connection, resolver: Resolver) -> _Attributed:
-    """Resolve every session once per distinct (cwd, repo root). Cached until the index
-    changes or the projects do (``resolver.key``): attribution is still computed at query
+    """Resolve every session once per distinct (cwd, repo root). Cached until what attributes
+    a session changes in the index (``SCOPE_GENERATION``: not a Hermes turn, which only adds
+    messages) or the projects do (``resolver.key``): attribution is still computed at query
     time, just not again for an unchanged history."""
-    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'generation'), "
-                       "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
+    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = ?), "
+                       "(SELECT file FROM pragma_database_list WHERE name = 'main')", (SCOPE_GENERATION,)).fetchone()
     key = (*row, resolver.key)
     cached = _attributed_cache.get(key)
     if cached is not None:

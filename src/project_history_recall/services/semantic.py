@@ -23,7 +23,7 @@ from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingPr
 from project_history_recall.embeddings.openai import API_KEY_ENV
 from project_history_recall.errors import RecallError
 from project_history_recall.index.indexer import Progress
-from project_history_recall.index.store import get_meta
+from project_history_recall.index.store import SCOPE_GENERATION, get_meta
 from project_history_recall.index.vectors import (
     Embedder,
     Permit,
@@ -211,7 +211,7 @@ class SemanticService:
         try:
             # The covered sessions are worked out again only when the consent or the index changed.
             resolver = self.workspace.resolver()
-            key = (consent, resolver.key, get_meta(conn, "generation"))
+            key = (consent, resolver.key, get_meta(conn, SCOPE_GENERATION))
             if self._permit_cache is None or self._permit_cache[0] != key:
                 sessions = frozenset(sid for sid, (identity, _) in session_identities(conn, resolver).items()
                                      if not identity.is_home and consent.covers_project(identity.scope_key))
