@@ -8,18 +8,18 @@ other work runs stay comparable, and ``--profile`` prints where the build's time
 (cProfile, by own time). The first check after a commit is timed after a commit to
 ``state.db`` that changes no session (a row in a side table): every session is compared and
 nothing is rewritten, which is the cost each search pays right after Hermes writes a turn
-that touches no indexed session. ``--turns`` then times the check after a Hermes turn: a
-message appended through Hermes's own ``SessionDB.append_message``, which also updates its
-session's row, so one session is found changed and rewritten (the common case: Hermes
-writes the turn that asks, then the search runs). ``--digest`` prints a hash of what the build wrote (the
-entries table and every FTS5 term's per-row counts) and of the edit chain, so two versions of
-the indexer can be shown to write the same index.
+that touches no indexed session. ``--turns`` then times the check after a Hermes turn (a
+message appended to the large project's asking session through Hermes's own
+``SessionDB.append_message``, which also updates its session's row: one session is found
+changed and rewritten), and a keyword search right after a turn and again: the common case,
+Hermes writes the turn that asks, then the agent's tool call searches. ``--digest`` prints a
+hash of what the build wrote (the entries table and every FTS5 term's per-row counts) and of
+the edit chain, so two versions of the indexer can be shown to write the same index.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import cProfile
 import hashlib
 import io
@@ -29,6 +29,7 @@ import sqlite3
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from .corpus import DEFAULT_SEED, SIZES, ensure_corpus
@@ -88,31 +89,42 @@ def first_checks(home: Path, runs: int) -> dict:
             "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
 
 
-def checks_after_turns(home: Path, runs: int) -> dict:
-    """The refresh after each of ``runs`` Hermes turns, in one long-lived process."""
+def after_turns(home: Path, asker: str, runs: int) -> dict:
+    """In one long-lived process, ``runs`` Hermes turns (a user message appended to the asking
+    session through ``SessionDB.append_message``), each followed by a ``refresh()`` (the
+    check), then ``runs`` more, each followed by a keyword search from that session (what the
+    agent's tool call pays right after Hermes wrote the turn) and the same search again."""
     from hermes_state import SessionDB
 
     from project_history_recall.recall import Recall
 
     recall = Recall(home)
     recall.refresh()
-    with contextlib.closing(sqlite3.connect(f"{(home / 'state.db').resolve().as_uri()}?mode=ro", uri=True)) as conn:
-        newest = [row[0] for row in conn.execute("SELECT id FROM sessions ORDER BY started_at DESC LIMIT 5")]
     db = SessionDB(db_path=home / "state.db")
+    timings: dict[str, list[tuple[float, float]]] = {"check": [], "search": [], "search_again": []}
+
+    def timed(name: str, call: Callable[..., object], *args: object, **kwargs: object) -> object:
+        cpu, wall = time.process_time(), time.perf_counter()
+        result = call(*args, **kwargs)
+        timings[name].append((time.process_time() - cpu, time.perf_counter() - wall))
+        return result
+
     try:
-        walls, cpus = [], []
         for turn in range(runs):
-            db.append_message(newest[turn % len(newest)], "user", f"turn {turn}: what did we decide about retries?")
-            cpu, wall = time.process_time(), time.perf_counter()
-            report = recall.refresh()
-            cpus.append(time.process_time() - cpu)
-            walls.append(time.perf_counter() - wall)
-            if report.sessions_updated != 1:
+            db.append_message(asker, "user", f"turn {turn}: what did we decide about the retry budget?")
+            report = timed("check", recall.refresh)
+            if getattr(report, "sessions_updated", None) != 1:
                 raise RuntimeError(f"a turn should rewrite its one session: {report}")
+        for turn in range(runs):
+            query = f"retry budget decision {turn}"
+            db.append_message(asker, "user", f"turn {turn}: {query}?")
+            for name in ("search", "search_again"):
+                timed(name, recall.search, query, session_id=asker, mode="keyword", limit=10)
     finally:
         db.close()
-    return {"runs": runs, "p50_ms": round(statistics.median(walls) * 1000, 2),
-            "cpu_p50_ms": round(statistics.median(cpus) * 1000, 2), "min_ms": round(min(walls) * 1000, 2)}
+    return {name: {"runs": runs, "p50_ms": round(statistics.median(w for _, w in pairs) * 1000, 2),
+                   "cpu_p50_ms": round(statistics.median(c for c, _ in pairs) * 1000, 2),
+                   "min_ms": round(min(w for _, w in pairs) * 1000, 2)} for name, pairs in timings.items()}
 
 
 def _hash_rows(home: Path, *queries: str, setup: tuple[str, ...] = ()) -> str:
@@ -174,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
         result["digest"] = digest(home)
         result["edits_digest"] = edits_digest(home)
     if args.turns:  # after the digests: the turns add messages to the home
-        result["check_after_turn"] = checks_after_turns(home, args.turns)
+        result["after_turn"] = after_turns(home, corpus.current["large"], args.turns)
     print(json.dumps(result, indent=1))
     if profile:
         print(profile)
