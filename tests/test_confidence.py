@@ -107,14 +107,13 @@ def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_pa
     history.session("now", repo)
     recall = history.recall()
     recall.refresh()
-    conn = recall.fresh_reader()
     try:
-        resolver = recall.workspace.resolver()
-        asker = recall.workspace.asker(conn, resolver, "now", None)
-        ranked = explain(conn, resolver, asker, Question("zephyrine quorvex", "keyword", 10, Filters(), False),
-                         recall.semantic)
+        with recall.fresh_reader() as conn:
+            resolver = recall.workspace.resolver()
+            asker = recall.workspace.asker(conn, resolver, "now", None)
+            ranked = explain(conn, resolver, asker, Question("zephyrine quorvex", "keyword", 10, Filters(), False),
+                             recall.semantic)
     finally:
-        conn.close()
         history.close()
     assert ranked is not None and [r.session_id for r in ranked.results] == ["split"]
     assert ranked.signals[0].coverage == 1.0
@@ -131,14 +130,11 @@ def test_agree_marks_the_session_both_sources_put_first(h):
     recall = h.recall()
     recall.refresh()
     recall.embed()
-    conn = recall.fresh_reader()
-    try:
+    with recall.fresh_reader() as conn:
         resolver = recall.workspace.resolver()
         asker = recall.workspace.asker(conn, resolver, "now", None)
         ranked = explain(conn, resolver, asker, Question("heron client timeout retry budget", "hybrid", 10,
                                                          Filters(), False), recall.semantic)
-    finally:
-        conn.close()
     assert ranked is not None and ranked.results[0].session_id == "timeouts"
     assert [s.agree for s in ranked.signals] == [1.0] + [0.0] * (len(ranked.signals) - 1)
 

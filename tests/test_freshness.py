@@ -293,3 +293,24 @@ def test_a_process_that_served_many_homes_keeps_only_the_last_few_open(tmp_path)
         assert session_ids(h.recall().search("heron", session_id="ask", mode="keyword")) == ["said"]
     assert open_files_under(tmp_path / "home0") == []
     assert open_files_under(tmp_path / "home7")  # the newest is still watched
+
+
+def test_a_read_with_nothing_committed_starts_no_refresh_thread(h, monkeypatch):
+    """The check before a read is a few ``stat`` calls when nothing changed: it is made in the
+    reader's thread, and a refresh thread is started only when there is something to do."""
+    recall = Recall(h.root)
+    recall.refresh()
+    started: list[str] = []
+
+    class Counted(threading.Thread):
+        def start(self) -> None:
+            started.append(self.name)
+            super().start()
+
+    monkeypatch.setattr(freshness.threading, "Thread", Counted)
+    response = recall.search("puffin", session_id="now", mode="keyword")
+    assert session_ids(response) == ["old"] and recall.last_freshness.state == "fresh"
+    assert started == []
+    h.say("old", ("assistant", "the puffin tag is signed"))
+    assert "signed" in recall.search("puffin tag signed", session_id="now", mode="keyword")["results"][0]["snippet"]
+    assert started == ["phr-refresh"]

@@ -209,3 +209,21 @@ def test_a_move_and_a_new_message_between_two_searches_of_one_process(two_repos)
     h.db.update_session_cwd("a-1", str(b))
     assert session_ids(recall.search("walrus", session_id="a-ask", mode="keyword")) == []
     assert session_ids(recall.search("walrus", session_id="b-ask", mode="keyword")) == ["a-1"]
+
+
+def test_one_reader_serves_the_reads_of_a_process_and_sees_each_commit(two_repos):
+    """Reads reuse one kept connection (a new one costs its schema and page cache), which sees
+    what was committed since; an index file moved aside and rebuilt gets a new one."""
+    h, _, _ = two_repos
+    recall = h.recall()
+    with recall.fresh_reader() as first:
+        pass
+    h.say("a-1", ("assistant", "the quokka column"))
+    with recall.fresh_reader() as second:
+        assert second is first
+        assert second.execute("SELECT COUNT(*) FROM entries WHERE text LIKE '%quokka%'").fetchone()[0] == 1
+    recall.workspace.index.move_aside("test")
+    recall.refresh()
+    with recall.fresh_reader() as third:
+        assert third is not first
+        assert third.execute("SELECT COUNT(*) FROM entries WHERE text LIKE '%quokka%'").fetchone()[0] == 1

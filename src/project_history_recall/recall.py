@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from project_history_recall import arguments
@@ -136,17 +136,22 @@ class Recall:
         :meth:`.Workspace.check_asker`)."""
         self.workspace.check_asker(session_id, cwd)
 
-    def fresh_reader(self) -> sqlite3.Connection:
-        """A reader over an index brought up to date first (``no_index`` when there is none)."""
+    @contextlib.contextmanager
+    def fresh_reader(self) -> Iterator[sqlite3.Connection]:
+        """A reader over an index brought up to date first (``no_index`` when there is none),
+        kept for the next read when this one ends well (:meth:`Index.reading`)."""
         self.ensure_fresh()
         index = self.workspace.index
-        conn = index.connect_readonly()
-        if conn is None and index.path.exists():
+        with index.reading() as conn:
+            if conn is not None:
+                yield conn
+                return
+        if index.path.exists():
             self._heal_unreadable()
-            conn = index.connect_readonly()
-        if conn is None:
-            raise RecallError("the index is not built yet", "no_index")
-        return conn
+        with index.reading() as conn:
+            if conn is None:
+                raise RecallError("the index is not built yet", "no_index")
+            yield conn
 
     def _heal_unreadable(self) -> None:
         """An index file that is there but cannot be read (truncated in place, say) while
@@ -251,14 +256,11 @@ class Recall:
             ),
             everywhere=self._everywhere(scope, by_model),
         )
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             resolver = self.workspace.resolver()
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
             return search_service.search(conn, resolver, asker, question, self.semantic,
                                          chain_block=self.settings.chain_block)
-        finally:
-            conn.close()
 
     @_heals
     def session(self, target: object, *, around_message_id: object = None, window: object = None,
@@ -280,8 +282,7 @@ class Recall:
             with source.read() as reader:
                 return reader.messages(sid)
 
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             resolver = self.workspace.resolver()
             allowed = None
             if self._confined(by_model):
@@ -293,8 +294,6 @@ class Recall:
             if session_id and payload["session"]["session_id"] == session_id:
                 payload["session"]["current"] = True
             return payload
-        finally:
-            conn.close()
 
     @_heals
     def timeline(self, *, session_id: str | None = None, cwd: str | None = None, scope: object = "project",
@@ -304,8 +303,7 @@ class Recall:
         after_at, before_at = parse_when(after, name="after"), parse_when(before, name="before")
         branch_name = arguments.optional_text(branch, "branch")
         count = arguments.clamped_int(limit, "limit", browse.TIMELINE_DEFAULT, 1, browse.TIMELINE_MAX)
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             resolver = self.workspace.resolver()
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
             if asker.identity.is_home and not everywhere:
@@ -316,19 +314,14 @@ class Recall:
                            else "; a person can list every project with /recall sessions all")}
             return browse.timeline(conn, resolver, asker.identity, session_id, everywhere=everywhere,
                                    after=after_at, before=before_at, branch=branch_name, limit=count)
-        finally:
-            conn.close()
 
     @_heals
     def projects(self, *, session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
         branch_name = arguments.optional_text(branch, "branch")
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             resolver = self.workspace.resolver()
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
             payload = browse.projects(conn, resolver, asker.identity, branch=branch_name)
-        finally:
-            conn.close()
         withheld = forgetting.summary(self.workspace)
         if withheld["sessions_withheld"] or withheld["exclusions"]:
             payload["withheld"] = withheld  # counts of what is kept out, never its names or ids
@@ -347,8 +340,7 @@ class Recall:
         count = arguments.clamped_int(limit, "limit", code_history.DEFAULT_LIMIT, 1, code_history.MAX_LIMIT)
         if budget_chars < code_history.MIN_PATCH_CHARS:
             raise bad_argument(f"budget_chars must be at least {code_history.MIN_PATCH_CHARS}")
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             resolver = self.workspace.resolver()
             asker = self.workspace.asker(conn, resolver, session_id, cwd)
             base = {"success": True, "path": text, "project": asker.identity.as_dict()}
@@ -360,8 +352,6 @@ class Recall:
                                                limit=count, roots=resolver.folders_of(asker.identity))
             warning = scope.branch_warning(branch_text)
             return {**base, **result, **({"warning": warning} if warning else {})}
-        finally:
-            conn.close()
 
     def status(self, *, session_id: str | None = None, cwd: str | None = None, branch: object = None) -> dict:
         """Answers with no index at all, and never creates a file (see :mod:`.services.status`)."""
@@ -415,11 +405,8 @@ class Recall:
         if not needs_consent(emb.provider):
             return {"success": True, "consent_needed": False,
                     "message": "the local embedding model sends nothing anywhere: no consent is needed"}
-        conn = self.fresh_reader()
-        try:
+        with self.fresh_reader() as conn:
             identity = self.workspace.asker(conn, self.workspace.resolver(), session_id, cwd).identity
-        finally:
-            conn.close()
         if identity.is_home and not everywhere:
             raise RecallError("this session is in no project: consent for every project with 'all'", "no_project")
         previous = load_consent(data_dir)

@@ -254,8 +254,14 @@ class Indexer:
         #: refresh that ran to the end sets it, so it also says that every phase had finished.
         self._mirror: tuple[str, Mirror] | None = None
 
-    def refresh(self, *, force: bool = False, progress: Progress | None = None,
-                lock_timeout: float = 10.0) -> RefreshReport:
+    def unchanged(self) -> RefreshReport | None:
+        """The report of a refresh with nothing to do (nothing committed to the sources since
+        this process last brought the index up to date, no probed folder moved), else None.
+        A few ``stat`` calls: a read asks it before it starts a refresh thread (2 ms)."""
+        return self._check()[1]
+
+    def _check(self) -> tuple[str | None, RefreshReport | None]:
+        """The sources' change marker, and :meth:`unchanged`'s answer."""
         started = time.perf_counter()
         # Taken before reading: a commit during the refresh changes the marker for next time.
         marker = self.source.change_marker()
@@ -263,9 +269,17 @@ class Indexer:
         # damaged index aside and started a new one since.
         key = f"{marker}|{self.index.identity()}" if marker is not None else None
         known = _unchanged.get(str(self.index.path))
-        if not force and key is not None and known is not None and known[0] == key and not moved(known[2]):
-            return RefreshReport(sessions_total=known[1], compared=False,
-                                 seconds=round(time.perf_counter() - started, 4))
+        if key is not None and known is not None and known[0] == key and not moved(known[2]):
+            return marker, RefreshReport(sessions_total=known[1], compared=False,
+                                         seconds=round(time.perf_counter() - started, 4))
+        return marker, None
+
+    def refresh(self, *, force: bool = False, progress: Progress | None = None,
+                lock_timeout: float = 10.0) -> RefreshReport:
+        started = time.perf_counter()
+        marker, done = self._check()
+        if done is not None and not force:
+            return done
         with self.index.writer(lock_timeout):
             conn = self.index.connect()
             try:

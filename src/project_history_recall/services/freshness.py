@@ -74,6 +74,13 @@ _workers: dict[str, _Worker] = {}
 _workers_lock = threading.Lock()
 
 
+def _refreshing(workspace: Workspace) -> bool:
+    """Whether this process is refreshing this index right now (a read then waits for it)."""
+    with _workers_lock:
+        worker = _workers.get(str(workspace.index.path))
+        return worker is not None and worker.alive()
+
+
 def _refresh_worker(workspace: Workspace) -> _Worker:
     """The running incremental refresh of this index, or a new one."""
     key = str(workspace.index.path)
@@ -128,8 +135,11 @@ def ensure(workspace: Workspace, *, wait: float | None = None, first_wait: float
     else:
         store = jobs.JobStore(workspace.home.data_dir)
         running = store.active()
+        unchanged = None if running is not None or _refreshing(workspace) else workspace.indexer.unchanged()
         if running is not None:  # a job holds the writer: read what is there
             fresh = Freshness("updating", job=running.as_dict())
+        elif unchanged is not None:  # nothing to do: no thread to start and wait for
+            fresh = Freshness("fresh", report=unchanged.as_dict())
         else:
             worker = _refresh_worker(workspace)
             if worker.started < started and worker.thread is not None:
