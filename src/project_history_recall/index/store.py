@@ -416,7 +416,8 @@ class Index:
             conn.close()
             return
         with _kept_readers_lock:
-            closing = [kept for kept in [_kept_readers.pop(str(self.path), None)] if kept is not None]
+            previous = _kept_readers.pop(str(self.path), None)  # another read's, ended meanwhile
+            closing = [previous] if previous is not None else []
             _kept_readers[str(self.path)] = (identity, conn)
             while len(_kept_readers) > MAX_KEPT_READERS:
                 closing.append(_kept_readers.popitem(last=False)[1])
