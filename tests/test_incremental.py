@@ -6,7 +6,7 @@ import sqlite3
 
 import pytest
 
-from builders import History, git_init, session_ids
+from builders import History, git_init, session_ids, tool_call
 from project_history_recall.sources.hermes import MESSAGES_AFTER_SQL
 
 
@@ -227,3 +227,33 @@ def test_one_reader_serves_the_reads_of_a_process_and_sees_each_commit(two_repos
     with recall.fresh_reader() as third:
         assert third is not first
         assert third.execute("SELECT COUNT(*) FROM entries WHERE text LIKE '%quokka%'").fetchone()[0] == 1
+
+
+def _entries(recall) -> list[tuple]:
+    conn = sqlite3.connect(recall.workspace.index.path)
+    try:
+        return sorted(conn.execute("SELECT session_id, message_id, position, kind, role, tool_name, timestamp, text, "
+                                   "IFNULL(context, '') FROM entries"))
+    finally:
+        conn.close()
+
+
+def test_a_session_grown_turn_by_turn_holds_what_a_rebuild_writes(two_repos):
+    """A turn rewrites only the entries that changed: the new message's, and a tool call's whose
+    result came after it (its head rides along as the call's context). What the index then
+    holds, and finds, is what a rebuild from scratch writes."""
+    h, _, _ = two_repos
+    recall = h.recall()
+    h.say("a-1", ("assistant", "", {"tool_calls": [tool_call("c1", "terminal", {"command": "pytest -k tapir"})]}))
+    recall.refresh()
+    h.say("a-1", ("tool", "1 failed: tapir_index_test", {"tool_call_id": "c1", "tool_name": "terminal"}))
+    h.say("a-1", ("assistant", "the tapir index test fails on the empty table"))
+    recall.refresh()
+    h.say("a-1", ("user", "fix the tapir test"))
+    recall.refresh()
+    grown = _entries(recall)
+    assert any(row[3] == "tool_call" and row[8].startswith("1 failed") for row in grown)
+    found = session_ids(recall.search("tapir empty table", session_id="a-ask", mode="keyword"))
+    recall.refresh(force=True)
+    assert _entries(recall) == grown
+    assert session_ids(recall.search("tapir empty table", session_id="a-ask", mode="keyword")) == found == ["a-1"]
