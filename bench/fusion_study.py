@@ -61,7 +61,7 @@ def collect(set_paths: Sequence[Path], model: str, out_dir: Path = OUT) -> list[
 
 
 def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
-    from project_history_recall.index.indexer import searchable_text
+    from project_history_recall.index.entries import searchable_text
     from project_history_recall.recall import Recall
     from project_history_recall.search.keyword import keyword_hits, rank_keyword
     from project_history_recall.search.scope import Filters, compute_scope

@@ -35,7 +35,7 @@ TOP = 5
 
 
 def collect(path: Path, out: Path) -> int:
-    from project_history_recall.index.indexer import searchable_text
+    from project_history_recall.index.entries import searchable_text
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
     from project_history_recall.tokenizer import units_in_text

@@ -31,7 +31,7 @@ from typing import Any
 from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
-from project_history_recall.index.indexer import searchable_text
+from project_history_recall.index.entries import searchable_text
 from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, short_hash, transaction
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
