@@ -20,6 +20,7 @@ queries whose first result is right that got flagged.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
@@ -43,7 +44,9 @@ MODES = ("hybrid", "keyword", "semantic")
 #: ``high`` and its unknown topic "no confident match"): 2026-12-04 noon, the base features
 #: with "first" rows, + ``missing``, + ``query_units``; evening, each row kind, + ``agree``,
 #: - ``keyword_share``, - ``cosine_gap`` (and IDF-weighted coverage, the IDF share of the missing
-#: units, rarest unit matched, missing × log length: none helped on tune).
+#: units, rarest unit matched, missing × log length: none helped on tune; 2026-12-06, the best
+#: single entry's coverage among a result's three strongest: hybrid tune 0.47 / 0.38 → 0.37 / 0.38,
+#: keyword 0.37 / 0.43 → 0.40 / 0.43 flagged, not kept: see docs/benchmarks.md).
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "keyword_share", "margin", "session_cosine", "top_cosine",
                 "missing", "agree"), "contrast"),
@@ -65,8 +68,7 @@ def collect(path: Path) -> dict:
         built = build_home(evalset, Path(tmp) / "hermes")
         runner = Runner(built, baseline_scoped=False, semantic=True)
         recall = runner.recall
-        conn = recall.fresh_reader()
-        try:
+        with contextlib.closing(runner), recall.fresh_reader() as conn:
             resolver = recall.workspace.resolver()
             for q in evalset.queries:
                 asker = recall.workspace.asker(conn, resolver, q.current_session, None)
@@ -84,9 +86,6 @@ def collect(path: Path) -> dict:
                         for r, s in zip(ranked.results, ranked.signals, strict=True)]}
                 record["queries"].append({"id": q.id, "category": q.category, "negative": q.negative,
                                           "modes": per_mode})
-        finally:
-            conn.close()
-            runner.close()
     return record
 
 

@@ -20,6 +20,7 @@ messages across the first five results) — figures for a decision, not what the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import itertools
 import json
 import tempfile
@@ -45,8 +46,7 @@ def collect(path: Path, out: Path) -> int:
     with tempfile.TemporaryDirectory(prefix="phr-msg-") as tmp:
         built = build_home(evalset, Path(tmp) / "hermes")
         runner = Runner(built, baseline_scoped=False, semantic=True)
-        conn = runner.recall.fresh_reader()
-        try:
+        with contextlib.closing(runner), runner.recall.fresh_reader() as conn:
             resolver = runner.recall.workspace.resolver()
             for q in evalset.queries:
                 if q.negative:
@@ -73,9 +73,6 @@ def collect(path: Path, out: Path) -> int:
                 queries.append({"id": q.id, "units": len(ranked.plan.units), "max_kw": max(kw.values(), default=0.0),
                                 "cos_range": [min(cos.values(), default=0.0), max(cos.values(), default=1.0)],
                                 "sessions": sessions})
-        finally:
-            conn.close()
-            runner.close()
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"set": evalset.name, "queries": queries}), encoding="utf-8")
     return len(queries)

@@ -177,3 +177,21 @@ def test_the_fit_calibration_keeps_the_order_and_reads_as_a_probability() -> Non
     assert sorted(range(10), key=before.__getitem__) == sorted(range(10), key=after.__getitem__)
     assert abs(sum(after) / len(after) - sum(label for _, label in rows) / len(rows)) < 0.05
     assert sum(before) / len(before) > sum(after) / len(after) + 0.1  # the contrast fit alone overstates
+
+
+def test_the_fit_collects_every_querys_results_with_their_signals() -> None:
+    """``bench.fit_confidence.collect`` asks each query of a set through the library's own
+    ranking, in every mode, on a home built and embedded from the set: each returned result
+    is recorded with its signals and whether its session is gold (the fit's only input)."""
+    from pathlib import Path
+
+    fc = _fit_module()
+    tiny = Path(__file__).resolve().parents[1] / "bench" / "datasets" / "tiny.json"
+    record = fc.collect(tiny)
+    assert len(record["queries"]) == 10
+    tables = {m["table"] for q in record["queries"] for m in q["modes"].values()}
+    assert tables == {"hybrid", "keyword", "semantic"}
+    positives = [q for q in record["queries"] if not q["negative"]]
+    assert any(results[0][1] for q in positives for results in [q["modes"]["hybrid"]["results"]] if results)
+    first = positives[0]["modes"]["hybrid"]["results"][0]
+    assert set(first[2]) >= {"coverage", "session_cosine", "agree"}

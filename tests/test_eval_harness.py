@@ -100,3 +100,17 @@ def test_bad_sets_are_refused(tmp_path):
     bad.write_text(json.dumps(data), encoding="utf-8")
     with pytest.raises(EvalSetError):
         EvalSet.load(bad)
+
+
+def test_the_message_study_collects_each_positive_querys_candidate_messages(tmp_path: Path) -> None:
+    """``bench.message_study collect`` ranks every query with gold through the library and
+    writes, per result session, its candidate messages with their keyword and cosine evidence."""
+    from bench import message_study
+
+    out = tmp_path / "tiny-messages.json"
+    written = message_study.collect(TINY, out)
+    record = json.loads(out.read_text(encoding="utf-8"))
+    assert written == len(record["queries"]) == 8
+    messages = [m for q in record["queries"] for s in q["sessions"] for m in s["messages"]]
+    assert messages and {"gold", "kw", "cos", "units"} <= set(messages[0])
+    assert any(m["gold"] for m in messages)
