@@ -155,7 +155,8 @@ def convert(source: Path, out: Path, max_per_project: int | None, name: str) -> 
             files = sorted(files, key=lambda p: stable_hash("keep", p))[:max_per_project]
         folder = f"/home/dev/{repo}"
         projects.append({"name": repo, "folders": [folder], "primary_path": folder})
-        kept, withheld = [], []
+        kept: list[dict] = []
+        withheld: list[dict] = []
         for p in sorted(files):
             instance = Path(p).name[: -len(".traj.json")]
             session = convert_traj(instance, json.loads(snap.read(p)), folder)
