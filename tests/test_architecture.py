@@ -23,7 +23,7 @@ FACADE = {"recall"}
 SERVICES = {"services", "search"}
 STORAGE = {"index", "sources", "embeddings", "hermes_home", "settings"}
 PURE = {"arguments", "attribution", "chunking", "errors", "locks", "paths", "quoting", "redaction", "tokenizer",
-        "when"}
+        "when", "workers"}
 LAYERS = [FACES, FACADE, SERVICES, STORAGE, PURE]
 
 

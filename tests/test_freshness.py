@@ -301,13 +301,13 @@ def test_a_read_with_nothing_committed_starts_no_refresh_thread(h, monkeypatch):
     recall = Recall(h.root)
     recall.refresh()
     started: list[str] = []
+    start = threading.Thread.start
 
-    class Counted(threading.Thread):
-        def start(self) -> None:
-            started.append(self.name)
-            super().start()
+    def counted(thread: threading.Thread) -> None:
+        started.append(thread.name)
+        start(thread)
 
-    monkeypatch.setattr(freshness.threading, "Thread", Counted)
+    monkeypatch.setattr(threading.Thread, "start", counted)
     response = recall.search("puffin", session_id="now", mode="keyword")
     assert session_ids(response) == ["old"] and recall.last_freshness.state == "fresh"
     assert started == []

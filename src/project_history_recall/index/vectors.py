@@ -36,6 +36,7 @@ from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, 
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
+from project_history_recall.workers import Workers
 
 EMBED_KINDS = ("user", "assistant", "tool_call")
 
@@ -343,28 +344,16 @@ class _Worker(threading.Thread):
         self.ended_at = time.monotonic()
 
 
-_workers: dict[str, _Worker] = {}
-
-
-_workers_lock = threading.Lock()
+_workers: Workers[_Worker] = Workers()
 
 
 def start_background(embedder: Embedder) -> _Worker:
     """Embed everything pending in a daemon thread (at most one per index per process)."""
-    key = str(embedder.index.path)
-    with _workers_lock:
-        worker = _workers.get(key)
-        if worker is None or not worker.is_alive():
-            worker = _workers[key] = _Worker(embedder)
-            worker.start()
-        return worker
+    return _workers.start(str(embedder.index.path), lambda: _Worker(embedder))
 
 
 def background_running(index: Index) -> bool:
-    worker = _workers.get(str(index.path))
-    if worker is not None and worker.is_alive():
-        return True
-    return held_elsewhere(_embed_lock(index))
+    return _workers.running(str(index.path)) or held_elsewhere(_embed_lock(index))
 
 
 def _embed_lock(index: Index) -> Path:
@@ -373,5 +362,5 @@ def _embed_lock(index: Index) -> Path:
 
 def last_background_error(index: Index) -> str | None:
     """Why the last background run failed, for :data:`BACKGROUND_RETRY_SECONDS` after it did."""
-    worker = _workers.get(str(index.path))
+    worker = _workers.last(str(index.path))
     return worker.recent_error() if worker is not None and not worker.is_alive() else None

@@ -25,12 +25,13 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from project_history_recall.errors import RecallError, no_db
 from project_history_recall.locks import READ_ONLY
 from project_history_recall.services import jobs
+from project_history_recall.workers import Workers
 
 if TYPE_CHECKING:
     from project_history_recall.index.indexer import RefreshReport
@@ -59,49 +60,31 @@ class Freshness:
         return {k: v for k, v in self.__dict__.items() if v is not None}
 
 
-@dataclass
-class _Worker:
-    thread: threading.Thread | None = None
-    report: RefreshReport | None = None
-    error: BaseException | None = None
-    started: float = field(default_factory=time.monotonic)
+class _RefreshWorker(threading.Thread):
+    """One incremental refresh; whoever waits for it reads its report or its error."""
 
-    def alive(self) -> bool:
-        return self.thread is not None and self.thread.is_alive()
+    def __init__(self, workspace: Workspace) -> None:
+        super().__init__(name="phr-refresh", daemon=True)
+        self.workspace = workspace
+        self.report: RefreshReport | None = None
+        self.error: BaseException | None = None
+        self.started = time.monotonic()
 
-
-_workers: dict[str, _Worker] = {}
-_workers_lock = threading.Lock()
-
-
-def _refreshing(workspace: Workspace) -> bool:
-    """Whether this process is refreshing this index right now (a read then waits for it)."""
-    with _workers_lock:
-        worker = _workers.get(str(workspace.index.path))
-        return worker is not None and worker.alive()
+    def run(self) -> None:
+        try:
+            self.report = self.workspace.refresh(lock_timeout=WORKER_LOCK_WAIT)
+            if self.report.changed:
+                jobs.record_refresh(self.workspace.home.data_dir, self.report.as_dict(), "incremental")
+        except BaseException as exc:  # handed to whoever waits
+            self.error = exc
 
 
-def _refresh_worker(workspace: Workspace) -> _Worker:
+_workers: Workers[_RefreshWorker] = Workers()
+
+
+def _refresh_worker(workspace: Workspace) -> _RefreshWorker:
     """The running incremental refresh of this index, or a new one."""
-    key = str(workspace.index.path)
-    with _workers_lock:
-        worker = _workers.get(key)
-        if worker is not None and worker.alive():
-            return worker
-        worker = _Worker()
-
-        def run() -> None:
-            try:
-                worker.report = workspace.refresh(lock_timeout=WORKER_LOCK_WAIT)
-                if worker.report.changed:
-                    jobs.record_refresh(workspace.home.data_dir, worker.report.as_dict(), "incremental")
-            except BaseException as exc:  # handed to whoever waits
-                worker.error = exc
-
-        worker.thread = threading.Thread(target=run, name="phr-refresh", daemon=True)
-        _workers[key] = worker
-        worker.thread.start()
-        return worker
+    return _workers.start(str(workspace.index.path), lambda: _RefreshWorker(workspace))
 
 
 def _first_build(workspace: Workspace, wait: float) -> Freshness:
@@ -135,23 +118,23 @@ def ensure(workspace: Workspace, *, wait: float | None = None, first_wait: float
     else:
         store = jobs.JobStore(workspace.home.data_dir)
         running = store.active()
-        unchanged = None if running is not None or _refreshing(workspace) else workspace.indexer.unchanged()
+        refreshing = _workers.running(str(workspace.index.path))
+        unchanged = None if running is not None or refreshing else workspace.indexer.unchanged()
         if running is not None:  # a job holds the writer: read what is there
             fresh = Freshness("updating", job=running.as_dict())
         elif unchanged is not None:  # nothing to do: no thread to start and wait for
             fresh = Freshness("fresh", report=unchanged.as_dict())
         else:
             worker = _refresh_worker(workspace)
-            if worker.started < started and worker.thread is not None:
+            if worker.started < started:
                 # It read state.db before this read began and may miss what was committed since:
                 # let it finish, then run one that starts after the question was asked.
-                worker.thread.join(max(0.0, wait))
-                if not worker.alive():
+                worker.join(max(0.0, wait))
+                if not worker.is_alive():
                     worker = _refresh_worker(workspace)
-            if worker.thread is not None:
-                worker.thread.join(max(0.0, wait - (time.monotonic() - started)))
+            worker.join(max(0.0, wait - (time.monotonic() - started)))
             busy = isinstance(worker.error, RecallError) and worker.error.code == "index_busy"
-            if worker.alive() or busy:  # still running, or a writer elsewhere holds the lock
+            if worker.is_alive() or busy:  # still running, or a writer elsewhere holds the lock
                 fresh = Freshness("updating")
             elif isinstance(worker.error, RecallError) and worker.error.code in STALE_READ_CODES:
                 # Hermes's database could not be read just now (locked, mid-migration), or our
