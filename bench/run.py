@@ -45,7 +45,7 @@ from pathlib import Path
 
 from .corpus import DEFAULT_SEED, SIZES, Corpus, SessionPlan, ensure_corpus, plan_sessions, session_messages
 from .machine import describe, machine
-from .stats import latency_summary, ms
+from .stats import best_of_rounds, latency_summary, ms
 from .vocab import LARGE_PROJECT
 
 OUT = Path(__file__).resolve().parent / "out"
@@ -358,6 +358,11 @@ def embedding_figures(home: Path) -> dict:
 # -- the real tool-heavy corpus -----------------------------------------------------------
 
 
+#: Passes over the real corpus's queries per mode: the first is reported as it came, beside each
+#: query's fastest pass (:func:`~bench.stats.best_of_rounds`).
+REAL_ROUNDS = 3
+
+
 def real_corpus(run_dir: Path, embed: bool) -> dict:
     """Latency on real agent trajectories (issue 17.1): the 435 mini-swe-agent SWE-bench runs of
     :mod:`bench.datasets.swe_trajs` (34,761 messages, long shell outputs and heredocs), converted
@@ -395,12 +400,18 @@ def real_corpus(run_dir: Path, embed: bool) -> dict:
     figures["largest_project"] = {"current_session": current, "queries": len(queries)}
     for mode in modes:
         recall.search(queries[0], session_id=current, mode=mode, limit=10)
-        times = []
-        for query in queries:
-            clock = time.perf_counter()
-            recall.search(query, session_id=current, mode=mode, limit=10)
-            times.append(time.perf_counter() - clock)
-        figures["largest_project"][mode] = latency_summary(times)
+        rounds = []
+        for _ in range(REAL_ROUNDS):
+            times = []
+            for query in queries:
+                clock = time.perf_counter()
+                recall.search(query, session_id=current, mode=mode, limit=10)
+                times.append(time.perf_counter() - clock)
+            rounds.append(times)
+        figures["largest_project"][mode] = {
+            **latency_summary(rounds[0]),
+            "rounds_p95_ms": [latency_summary(times)["p95_ms"] for times in rounds],
+            "best_of_rounds": latency_summary(best_of_rounds(rounds))}
     return figures
 
 
@@ -500,10 +511,13 @@ def print_summary(r: dict) -> None:
     real = r.get("real")
     if real and real["status"] == "ok":
         big = real["largest_project"]
-        cells = [f"{m} {_fmt(big[m]['p50_ms'])}/{_fmt(big[m]['p95_ms'])}" for m in MODES if m in big]
+        cells = [f"{m} {_fmt(big[m]['p50_ms'])}/{_fmt(big[m]['p95_ms'])} (p95 of each pass "
+                 f"{'/'.join(_fmt(p) for p in big[m]['rounds_p95_ms'])}; fastest of {REAL_ROUNDS} per query "
+                 f"{_fmt(big[m]['best_of_rounds']['p50_ms'])}/{_fmt(big[m]['best_of_rounds']['p95_ms'])})"
+                 for m in MODES if m in big]
         print(f"real tool-heavy corpus (SWE-bench trajectories, {real['messages']:,} messages): keyword index "
-              f"{_fmt(real['messages_per_s'])} messages/s; largest project, {big['queries']} queries, ms p50/p95: "
-              + ", ".join(cells))
+              f"{_fmt(real['messages_per_s'])} messages/s; largest project, {big['queries']} queries, ms p50/p95 "
+              "of the first pass: " + ", ".join(cells))
     elif real:
         print(f"real tool-heavy corpus: {real['status']} ({real['note']})")
     print(f"benchmark process peak RSS (embedding, vectors, queries): {_fmt(r.get('process_peak_rss_mb'), ' MB')}; "
