@@ -307,3 +307,54 @@ def test_the_backlog_count_follows_turns_embedding_rewinds_and_deletions_in_one_
     h.db.delete_session("b")
     assert pending() == 1
     h.close()
+
+
+# -- one long-lived process: the vectors it holds follow every write ------------------------
+
+
+@pytest.mark.parametrize("room", ["spare rows", "no spare rows"])
+def test_a_long_lived_process_finds_new_vectors_and_never_returns_removed_ones(tmp_path, monkeypatch, room):
+    """Hermes keeps one process for many turns: its vector matrix is extended with the rows each
+    turn adds and read again whole after deletions. Each answer must be what the index holds
+    then: the new message found (in a scope scored from its kept block and in one scored whole),
+    a rewound or deleted one never shown."""
+    if room == "no spare rows":
+        from project_history_recall.search import semantic
+        monkeypatch.setattr(semantic, "MIN_SPARE_ROWS", 0)
+        monkeypatch.setattr(semantic, "SPARE_SHARE", 0.0)
+    h = History(tmp_path / "hermes")
+    small, large = git_init(tmp_path / "small"), git_init(tmp_path / "large")
+    # 24 vectors in the small project, whose block then takes a turn's two as rows apart; 120
+    # in the large one, over 80 % of all: scored with one product over the whole matrix.
+    topics = ["invoice layout", "login timeout", "backup speed", "cache expiry", "font size", "deploy order"]
+    for n, topic in enumerate(topics * 2):
+        h.session(f"s{n}", small, f"the {topic} problem again", f"we looked at the {topic} settings")
+    for n in range(60):
+        h.session(f"l{n}", large, f"ticket {n} about the build matrix", f"rerun build {n} with more workers")
+    h.session("ask", small)
+    h.session("ask-large", large)
+    recall = h.recall()
+    recall.embed()
+
+    def shown(asker: str, query: str) -> list[tuple[str, int]]:
+        recall.refresh()
+        recall.embed()
+        response = recall.search(query, session_id=asker, mode="semantic", limit=3)
+        return [(r["session_id"], r["message_id"]) for r in response["results"]]
+
+    question = "where do kingfishers dig their nests"
+    assert all(mid is not None for _, mid in shown("ask", question))
+    said = h.say("s1", ("user", "where do kingfishers dig their nests?"))
+    h.say("s1", ("assistant", "no idea, ask the bird club"))
+    assert shown("ask", question)[0] == ("s1", said)
+    h.db.rewind_to_message("s1", said)
+    assert ("s1", said) not in shown("ask", question)
+    again = h.say("s2", ("user", "kingfishers nest in burrows they dig in river banks"))
+    assert shown("ask", question)[0] == ("s2", again)
+    h.db.delete_session("s2")
+    assert all(sid != "s2" for sid, _ in shown("ask", question))
+    in_large = h.say("l3", ("user", "kingfishers dig nest burrows in sandy river banks"))
+    h.say("l3", ("assistant", "noted for the build matrix ticket"))
+    assert shown("ask-large", question)[0] == ("l3", in_large)
+    assert all(sid != "l3" for sid, _ in shown("ask", question))  # another project's vector, never shown
+    h.close()

@@ -28,9 +28,9 @@ from project_history_recall.index.store import (
     GENERATION,
     REMOVALS,
     SCOPE_GENERATION,
-    VECTORS_GENERATION,
     Index,
     bump,
+    chunks_deleted,
     get_meta,
     set_meta,
     transaction,
@@ -273,8 +273,8 @@ class Indexer:
                 self._clear(conn)
                 self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress,
                                      known=set())
-                if conn.execute("DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount:
-                    bump(conn, VECTORS_GENERATION)
+                chunks_deleted(conn, conn.execute(
+                    "DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount)
                 self._finish(conn, max_id)
             report.sessions_removed = len(removed)
             return report, mirror, list(self.phases)
@@ -431,8 +431,7 @@ class Indexer:
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
         bump(conn, REMOVALS)
         bump(conn, SCOPE_GENERATION)
-        if conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount:
-            bump(conn, VECTORS_GENERATION)
+        chunks_deleted(conn, conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
         bump(conn, SCOPE_GENERATION)  # what attributes it may have changed (a move, an archive)

@@ -484,6 +484,9 @@ def set_meta(conn: sqlite3.Connection, key: str, value: object) -> None:
 GENERATION = "generation"
 #: every write to ``chunks``: the caches of vectors and of the backlog;
 VECTORS_GENERATION = "vectors_generation"
+#: ``chunks`` rows were deleted: the in-memory vector matrix is then read again whole; while
+#: nothing is deleted, rows are only added, with ids above every earlier one, and it reads those;
+VECTORS_REMOVED = "vectors_removed"
 #: sessions left the index (deleted, withheld, or all of them for a rebuild): the edit
 #: chain sweeps their rows then, not after every write (the sweep reads every edit: 7 ms at M);
 REMOVALS = "sessions_removed"
@@ -496,3 +499,10 @@ SCOPE_GENERATION = "scope_generation"
 def bump(conn: sqlite3.Connection, counter: str) -> None:
     conn.execute("INSERT INTO meta(key, value) VALUES (?, '1') "
                  "ON CONFLICT(key) DO UPDATE SET value = CAST(value AS INTEGER) + 1", (counter,))
+
+
+def chunks_deleted(conn: sqlite3.Connection, count: int) -> None:
+    """Record, in the deleting transaction, that ``count`` rows left ``chunks`` (none: nothing)."""
+    if count:
+        bump(conn, VECTORS_GENERATION)
+        bump(conn, VECTORS_REMOVED)

@@ -24,19 +24,21 @@ def encode(vector: Any) -> bytes:
     return np.float32(scale).astype("<f4").tobytes() + quantised.tobytes()
 
 
-def decode_matrix(blobs: list[bytes]) -> Any:
-    """Stored vectors (all of one model, so one length) as L2-normalised float32 rows."""
+def decode_matrix(blobs: list[bytes], spare_rows: int = 0) -> Any:
+    """Stored vectors (all of one model, so one length) as L2-normalised float32 rows, in an
+    array with ``spare_rows`` more (uninitialised) rows after them for vectors added later."""
     import numpy as np
 
     if not blobs:
         return np.empty((0, 0), dtype=np.float32)
     raw = np.frombuffer(b"".join(blobs), dtype=np.uint8).reshape(len(blobs), -1)
     scales = raw[:, :SCALE_BYTES].copy().view("<f4").astype(np.float32)
-    matrix = raw[:, SCALE_BYTES:].view(np.int8).astype(np.float32)
-    matrix *= scales
+    out = np.empty((len(blobs) + spare_rows, raw.shape[1] - SCALE_BYTES), dtype=np.float32)
+    matrix = out[: len(blobs)]
+    np.multiply(raw[:, SCALE_BYTES:].view(np.int8), scales, out=matrix, casting="unsafe")
     norms = np.linalg.norm(matrix, axis=1, keepdims=True)
     np.divide(matrix, norms, out=matrix, where=norms > 0)
-    return matrix
+    return out
 
 
 def from_float32(blob: bytes) -> bytes:

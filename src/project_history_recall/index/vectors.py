@@ -32,7 +32,7 @@ from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
 from project_history_recall.index.entries import searchable_text
-from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, short_hash, transaction
+from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, chunks_deleted, short_hash, transaction
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
@@ -207,8 +207,10 @@ class Embedder:
                 with transaction(conn):
                     conn.execute("INSERT OR IGNORE INTO models(fingerprint) VALUES (?)", (fingerprint,))
                     model = model_id(conn, fingerprint)
+                    # IGNORE, not REPLACE: a replaced row is a deleted one (see VECTORS_REMOVED),
+                    # and a row already there came from another run over the same message.
                     conn.executemany(
-                        "INSERT OR REPLACE INTO chunks(model_id, session_id, message_id, chunk_index, content_hash, "
+                        "INSERT OR IGNORE INTO chunks(model_id, session_id, message_id, chunk_index, content_hash, "
                         "vector) VALUES (?, ?, ?, ?, ?, ?)",
                         [(model, sid, mid, idx, digest, vector) for sid, mid, idx, digest, vector in rows],
                     )
@@ -224,18 +226,18 @@ class Embedder:
             conn = self.index.connect()
             try:
                 with transaction(conn):
-                    gone = conn.execute(
+                    chunks_deleted(conn, conn.execute(
                         "DELETE FROM chunks WHERE NOT EXISTS (SELECT 1 FROM entries e "
-                        "WHERE e.session_id = chunks.session_id AND e.message_id = chunks.message_id)").rowcount
-                    if gone:
-                        bump(conn, VECTORS_GENERATION)
+                        "WHERE e.session_id = chunks.session_id AND e.message_id = chunks.message_id)").rowcount)
             finally:
                 conn.close()
 
 
 def vectors_key(conn: sqlite3.Connection) -> tuple:
+    """(generation, vectors_generation, vectors_removed, file): what the vector caches key on."""
     row = conn.execute("SELECT (SELECT value FROM meta WHERE key = 'generation'), "
                        "(SELECT value FROM meta WHERE key = 'vectors_generation'), "
+                       "(SELECT value FROM meta WHERE key = 'vectors_removed'), "
                        "(SELECT file FROM pragma_database_list WHERE name = 'main')").fetchone()
     return tuple(row)
 
@@ -265,7 +267,7 @@ def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: li
     when vectors were written, those that had a backlog (vectors are only added for messages
     that lacked them; the ones deleted are of sessions gone or of messages the index no longer
     has, which count for nothing)."""
-    generation, vectors_generation, path = vectors_key(conn)
+    generation, vectors_generation, _, path = vectors_key(conn)
     key = (path, fingerprint, since)
     backlog = _backlogs.get(key)
     if backlog is None or backlog.generations != (generation, vectors_generation):

@@ -1,12 +1,14 @@
 """Semantic search: cosine top-K over the vectors of the asking session's scope.
 
-A query loads the fingerprint's vectors once per process (a numpy matrix,
-reloaded when chunks change), masks it to the scope and takes cosine top-K,
-merged to message level (the best chunk wins).
+A query loads the fingerprint's vectors once per process (a numpy matrix, extended
+with the rows added since, read again whole when rows were deleted), masks it to the
+scope and takes cosine top-K, merged to message level (the best chunk wins).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import json
 import sqlite3
 import threading
@@ -23,12 +25,19 @@ from project_history_recall.search.scope import Filters
 
 @dataclass
 class _Matrix:
-    key: tuple
+    key: tuple  # (vectors_generation, vectors_removed, index file) when read
     sessions: list[str]
     session_codes: Any  # np.ndarray[int32], one per row
     message_ids: Any  # np.ndarray[int64]
     vectors: Any  # np.ndarray[float32] rows L2-normalised (decoded from int8 once per load)
     code_of: dict[str, int] = field(default_factory=dict)
+    #: the largest chunk id read: while no row is deleted, rows added later have larger ids
+    last_id: int = 0
+    #: ``vectors`` is this array's first rows; the rest is room for rows added later
+    storage: Any = None
+    #: one number shared by a whole read and the matrices that added rows to it: the scope
+    #: caches extend what they kept for it instead of starting again
+    lineage: int = 0
 
 
 _matrices: dict[tuple[str, str], _Matrix] = {}
@@ -36,61 +45,126 @@ _matrices: dict[tuple[str, str], _Matrix] = {}
 
 _matrices_lock = threading.Lock()
 
-
+#: Room kept for added rows, as a share of a whole read (at least :data:`MIN_SPARE_ROWS`).
+SPARE_SHARE = 0.125
+MIN_SPARE_ROWS = 1024
 
 
 def _matrix(conn: sqlite3.Connection, index_path: str, fingerprint: str) -> _Matrix:
-    import numpy as np
-
+    """The fingerprint's vectors as one matrix, kept per process. After a Hermes turn the
+    background embedder adds the new messages' rows; reading all of them again cost 0.55-1 s at
+    M, so while no row was deleted (``vectors_removed``) only the added rows are read."""
     key = vectors_key(conn)[1:]
     cache_key = (index_path, fingerprint)
     with _matrices_lock:
         cached = _matrices.get(cache_key)
         if cached is not None and cached.key == key:
             return cached
-    sessions: list[str] = []
-    code_of: dict[str, int] = {}
-    codes, message_ids, blobs = [], [], []
-    for sid, mid, blob in conn.execute(
-        "SELECT session_id, message_id, vector FROM chunks WHERE model_id = ? AND length(vector) > 0",
-        (model_id(conn, fingerprint),),
-    ):
-        code = code_of.get(sid)
-        if code is None:
-            code = code_of[sid] = len(sessions)
-            sessions.append(sid)
-        codes.append(code)
-        message_ids.append(mid)
-        blobs.append(blob)
-    vectors = decode_matrix(blobs)
-    matrix = _Matrix(key, sessions, np.asarray(codes, dtype=np.int32), np.asarray(message_ids, dtype=np.int64),
-                     vectors, code_of)
+        if cached is not None and cached.key[1:] == key[1:] and len(cached.message_ids):
+            matrix = _with_added_rows(conn, cached, fingerprint, key)
+            _matrices[cache_key] = matrix
+            return matrix
+    matrix = _read_matrix(conn, fingerprint, key)
     with _matrices_lock:
         _matrices[cache_key] = matrix
     return matrix
 
 
-_scope_rows_cache: dict[tuple, Any] = {}
-_scope_block_cache: dict[tuple, Any] = {}
+_lineages = itertools.count(1)
+
+
+def _rows(conn: sqlite3.Connection, fingerprint: str, after_id: int) -> tuple[list, list, list, int]:
+    """(session ids, message ids, blobs, largest id) of the fingerprint's vectors above ``after_id``."""
+    sids, mids, blobs, last = [], [], [], after_id
+    # ``+model_id``: walk the ids from ``after_id`` (the model's index would visit all its rows)
+    for chunk_id, sid, mid, blob in conn.execute(
+        "SELECT id, session_id, message_id, vector FROM chunks WHERE +model_id = ? AND id > ? "
+        "AND length(vector) > 0 ORDER BY id", (model_id(conn, fingerprint), after_id)):
+        sids.append(sid)
+        mids.append(mid)
+        blobs.append(blob)
+        last = chunk_id
+    return sids, mids, blobs, last
+
+
+def _codes(sids: list[str], sessions: list[str], code_of: dict[str, int]) -> list[int]:
+    """Each row's session number, numbering sessions not seen before (``sessions`` and
+    ``code_of`` grow)."""
+    codes = []
+    for sid in sids:
+        code = code_of.get(sid)
+        if code is None:
+            code = code_of[sid] = len(sessions)
+            sessions.append(sid)
+        codes.append(code)
+    return codes
+
+
+def _read_matrix(conn: sqlite3.Connection, fingerprint: str, key: tuple) -> _Matrix:
+    import numpy as np
+
+    sids, mids, blobs, last = _rows(conn, fingerprint, 0)
+    sessions: list[str] = []
+    code_of: dict[str, int] = {}
+    codes = _codes(sids, sessions, code_of)
+    storage = decode_matrix(blobs, spare_rows=max(MIN_SPARE_ROWS, int(len(blobs) * SPARE_SHARE)))
+    return _Matrix(key, sessions, np.asarray(codes, dtype=np.int32), np.asarray(mids, dtype=np.int64),
+                   storage[: len(blobs)], code_of, last, storage, next(_lineages))
+
+
+def _with_added_rows(conn: sqlite3.Connection, base: _Matrix, fingerprint: str, key: tuple) -> _Matrix:
+    """``base`` and the rows added since it was read (called under the lock: two searches must
+    not write the same spare rows). The new matrix shares ``base``'s storage while it has room;
+    ``base`` itself is unchanged for the searches still using it."""
+    import numpy as np
+
+    sids, mids, blobs, last = _rows(conn, fingerprint, base.last_id)
+    if not blobs:
+        return dataclasses.replace(base, key=key)
+    sessions, code_of = list(base.sessions), dict(base.code_of)
+    codes = _codes(sids, sessions, code_of)
+    used, added = len(base.message_ids), decode_matrix(blobs)
+    storage = base.storage
+    if used + len(blobs) > len(storage):
+        spare = max(MIN_SPARE_ROWS, int((used + len(blobs)) * SPARE_SHARE))
+        storage = np.empty((used + len(blobs) + spare, base.vectors.shape[1]), dtype=np.float32)
+        storage[:used] = base.vectors
+    storage[used : used + len(blobs)] = added
+    return _Matrix(key, sessions, np.concatenate([base.session_codes, np.asarray(codes, dtype=np.int32)]),
+                   np.concatenate([base.message_ids, np.asarray(mids, dtype=np.int64)]),
+                   storage[: used + len(blobs)], code_of, last, storage, base.lineage)
+
+
+#: per (lineage, scope): (the matrix rows looked at, the scope's rows among them)
+_scope_rows_cache: dict[tuple, tuple[int, Any]] = {}
+#: the last scope's vectors in one block: (how many of its rows the block holds, the block)
+_scope_block_cache: dict[tuple, tuple[int, Any]] = {}
 
 #: A scope holding more than this share of all vectors is scored with one product over the
 #: whole matrix rather than with a copy of nearly all of it.
 WHOLE_MATRIX_SHARE = 0.8
+#: Rows added to a scope since its block was copied are gathered at each query, until they are
+#: this share of the block; then the block is copied again.
+BLOCK_TAIL_SHARE = 0.1
 
 
 def _scope_rows(matrix: _Matrix, session_ids: list[str]) -> tuple[tuple, Any]:
     """The matrix rows of the scope's sessions (and the cache key of that scope), cached per
-    matrix state and scope."""
+    lineage and scope; rows added to the matrix since are looked at alone."""
     import numpy as np
 
-    key = (id(matrix), matrix.key, hash(tuple(session_ids)))
-    rows = _scope_rows_cache.get(key)
-    if rows is None:
+    key = (matrix.lineage, hash(tuple(session_ids)))
+    total = len(matrix.message_ids)
+    covered, rows = _scope_rows_cache.get(key, (0, None))
+    if rows is None or covered > total:  # (an older matrix of the lineage, still in use)
+        covered, rows = 0, np.empty(0, dtype=np.int64)
+    if covered < total:
         codes = np.asarray([matrix.code_of[s] for s in session_ids if s in matrix.code_of], dtype=np.int32)
-        rows = np.flatnonzero(np.isin(matrix.session_codes, codes)) if len(codes) else np.empty(0, dtype=np.int64)
+        added = np.flatnonzero(np.isin(matrix.session_codes[covered:], codes)) + covered
+        rows = np.concatenate([rows, added])
         if len(_scope_rows_cache) > 16:
             _scope_rows_cache.clear()
-        _scope_rows_cache[key] = rows
+        _scope_rows_cache[key] = (total, rows)
     return key, rows
 
 
@@ -98,15 +172,22 @@ def _scope_scores(matrix: _Matrix, key: tuple, rows: Any, query_vector: Any) -> 
     """Cosines of the scope's rows. The product is bound by memory, so it reads only the
     scope's vectors: they are copied once into one contiguous block, kept for the last scope
     asked (a process mostly serves one project; at M's large project, 40 % of the vectors,
-    9.9 ms a query against 23 for the whole matrix and 45 for gathering the rows each time)."""
+    9.9 ms a query against 23 for the whole matrix and 45 for gathering the rows each time).
+    Rows added since the copy (a scope's rows only grow within a lineage, so the block is
+    their first rows) are gathered apart until there are many of them."""
+    import numpy as np
+
     if len(rows) > WHOLE_MATRIX_SHARE * len(matrix.message_ids):
         return (matrix.vectors @ query_vector)[rows]
-    block = _scope_block_cache.get(key)
-    if block is None:
-        block = matrix.vectors[rows]
+    held, block = _scope_block_cache.get(key, (0, None))
+    if block is None or held > len(rows) or len(rows) - held > BLOCK_TAIL_SHARE * held:
+        held, block = len(rows), matrix.vectors[rows]
         _scope_block_cache.clear()
-        _scope_block_cache[key] = block
-    return block @ query_vector
+        _scope_block_cache[key] = (held, block)
+    scores = block @ query_vector
+    if held == len(rows):
+        return scores
+    return np.concatenate([scores, matrix.vectors[rows[held:]] @ query_vector])
 
 
 def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: EmbeddingProvider, query: str,
