@@ -353,6 +353,9 @@ def test_a_long_lived_process_finds_new_vectors_and_never_returns_removed_ones(t
     assert shown("ask", question)[0] == ("s2", again)
     h.db.delete_session("s2")
     assert all(sid != "s2" for sid, _ in shown("ask", question))
+    shown("ask", "the invoice layout")  # the scope as it stands, so that a new session joins it
+    joined = h.session("s-new", small, "kingfishers dig their nest burrows in soft river banks", "noted")
+    assert shown("ask", question)[0] == ("s-new", joined[0])
     in_large = h.say("l3", ("user", "kingfishers dig nest burrows in sandy river banks"))
     h.say("l3", ("assistant", "noted for the build matrix ticket"))
     assert shown("ask-large", question)[0] == ("l3", in_large)

@@ -258,8 +258,15 @@ _backlogs: dict[tuple, _Backlog] = {}
 def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str],
                      since: float | None = None) -> int:
     """How many in-scope messages lack vectors (with ``since``: of those written at or after it;
-    older ones are not meant to get any). The sessions with a backlog are counted once per index
-    and vector state (usually few); a query only looks those up in its scope.
+    older ones are not meant to get any)."""
+    return sum(pending_sessions(conn, fingerprint, session_ids, since).values())
+
+
+def pending_sessions(conn: sqlite3.Connection, fingerprint: str, session_ids: list[str],
+                     since: float | None = None) -> dict[str, int]:
+    """The in-scope sessions with messages lacking vectors, and how many each (as
+    :func:`pending_in_scope`). The sessions with a backlog are counted once per index and
+    vector state (usually few); a query only looks those up in its scope.
 
     After a write only some sessions are counted again (counting them all is 110 ms at M for
     the messages and as much for the vectors, which every search after a Hermes turn paid):
@@ -287,9 +294,9 @@ def pending_in_scope(conn: sqlite3.Connection, fingerprint: str, session_ids: li
             _backlogs.clear()
         backlog = _backlogs[key] = _Backlog((generation, vectors_generation), content, pending)
     if not backlog.pending:
-        return 0
+        return {}
     in_scope = set(session_ids)
-    return sum(n for sid, n in backlog.pending.items() if sid in in_scope)
+    return {sid: n for sid, n in backlog.pending.items() if sid in in_scope}
 
 
 def _count_backlog(conn: sqlite3.Connection, fingerprint: str, since: float | None,

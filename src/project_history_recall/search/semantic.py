@@ -137,20 +137,20 @@ def _with_added_rows(conn: sqlite3.Connection, base: _Matrix, fingerprint: str, 
 
 #: per (lineage, scope): (the matrix rows looked at, the scope's rows among them)
 _scope_rows_cache: dict[tuple, tuple[int, Any]] = {}
-#: the last scope's vectors in one block: (how many of its rows the block holds, the block)
-_scope_block_cache: dict[tuple, tuple[int, Any]] = {}
+#: lineage -> (rows, their vectors copied into one block), for the last scope asked
+_scope_block_cache: dict[int, tuple[Any, Any]] = {}
 
 #: A scope holding more than this share of all vectors is scored with one product over the
 #: whole matrix rather than with a copy of nearly all of it.
 WHOLE_MATRIX_SHARE = 0.8
-#: Rows added to a scope since its block was copied are gathered at each query, until they are
+#: Rows a scope gained after its block was copied are gathered at each query, until they are
 #: this share of the block; then the block is copied again.
 BLOCK_TAIL_SHARE = 0.1
 
 
-def _scope_rows(matrix: _Matrix, session_ids: list[str]) -> tuple[tuple, Any]:
-    """The matrix rows of the scope's sessions (and the cache key of that scope), cached per
-    lineage and scope; rows added to the matrix since are looked at alone."""
+def _scope_rows(matrix: _Matrix, session_ids: list[str]) -> Any:
+    """The matrix rows of the scope's sessions (ascending), cached per lineage and scope; rows
+    added to the matrix since are looked at alone."""
     import numpy as np
 
     key = (matrix.lineage, hash(tuple(session_ids)))
@@ -165,25 +165,27 @@ def _scope_rows(matrix: _Matrix, session_ids: list[str]) -> tuple[tuple, Any]:
         if len(_scope_rows_cache) > 16:
             _scope_rows_cache.clear()
         _scope_rows_cache[key] = (total, rows)
-    return key, rows
+    return rows
 
 
-def _scope_scores(matrix: _Matrix, key: tuple, rows: Any, query_vector: Any) -> Any:
+def _scope_scores(matrix: _Matrix, rows: Any, query_vector: Any) -> Any:
     """Cosines of the scope's rows. The product is bound by memory, so it reads only the
     scope's vectors: they are copied once into one contiguous block, kept for the last scope
     asked (a process mostly serves one project; at M's large project, 40 % of the vectors,
     9.9 ms a query against 23 for the whole matrix and 45 for gathering the rows each time).
-    Rows added since the copy (a scope's rows only grow within a lineage, so the block is
-    their first rows) are gathered apart until there are many of them."""
+    A Hermes turn adds rows after all others, and a new session joins the scope with only
+    such rows: while the block's rows begin the scope's rows, the rest are gathered apart."""
     import numpy as np
 
     if len(rows) > WHOLE_MATRIX_SHARE * len(matrix.message_ids):
         return (matrix.vectors @ query_vector)[rows]
-    held, block = _scope_block_cache.get(key, (0, None))
-    if block is None or held > len(rows) or len(rows) - held > BLOCK_TAIL_SHARE * held:
+    held_rows, block = _scope_block_cache.get(matrix.lineage, (None, None))
+    held = 0 if held_rows is None else len(held_rows)
+    if (block is None or held > len(rows) or len(rows) - held > BLOCK_TAIL_SHARE * held
+            or not np.array_equal(rows[:held], held_rows)):
         held, block = len(rows), matrix.vectors[rows]
         _scope_block_cache.clear()
-        _scope_block_cache[key] = (held, block)
+        _scope_block_cache[matrix.lineage] = (rows, block)
     scores = block @ query_vector
     if held == len(rows):
         return scores
@@ -198,14 +200,14 @@ def semantic_hits(conn: sqlite3.Connection, index_path: str, provider: Embedding
     matrix = _matrix(conn, index_path, provider.fingerprint)
     if not len(matrix.message_ids) or not session_ids:
         return []
-    key, rows = _scope_rows(matrix, session_ids)
+    rows = _scope_rows(matrix, session_ids)
     if not len(rows):
         return []
     query_vector = np.asarray(provider.embed_query(query), dtype=np.float32)
     # One BLAS thread: the product is bound by memory, and OpenBLAS's extra threads spin after it,
     # taking the core the rest of the search needs (measured: half the CPU, and less wall time).
     with single_blas_thread():
-        scores = _scope_scores(matrix, key, rows, query_vector)
+        scores = _scope_scores(matrix, rows, query_vector)
     wanted = min(len(rows), top_k * MAX_CHUNKS_PER_MESSAGE)
     picked = np.argpartition(-scores, wanted - 1)[:wanted] if wanted < len(rows) else np.arange(len(rows))
     best, best_scores = rows[picked], scores[picked]
