@@ -104,3 +104,29 @@ def test_a_project_made_between_two_searches_scopes_the_second(world, tmp_path):
     world.project("Scratch and tool", tmp_path / "scratch", tmp_path / "tool")
     assert set(session_ids(recall.search("zebra cache", session_id="scratch-ask", mode="keyword", limit=10))) == {
         "scratch-1", "tool-1", "tool-wt-1"}
+
+
+def test_one_process_scopes_the_sessions_that_come_and_a_session_moved_after(tmp_path):
+    """A long-lived process attributes only the sessions new since its last search (a /new in
+    Hermes): each must land in its own project's scope, in start order, and a later move (an
+    indexed session's cwd changed) must still re-attribute it."""
+    h = History(tmp_path / "hermes")
+    a, b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
+    pid_b = h.project("B", b)
+    h.session("a-old", a, "the heron cache design", "two tiers")
+    h.session("ask-a", a)
+    h.session("ask-b", b)
+    recall = h.recall()
+
+    def found(asker: str) -> list[str]:
+        return session_ids(recall.search("heron", session_id=asker, mode="keyword", limit=10))
+
+    assert found("ask-a") == ["a-old"] and found("ask-b") == []
+    h.session("b-new", b, "heron notes for b", "ok")
+    h.session("a-new", a, "heron again, in a", "ok")
+    assert sorted(found("ask-a")) == ["a-new", "a-old"] and found("ask-b") == ["b-new"]
+    timeline = recall.timeline(session_id="ask-a")
+    assert [s["session_id"] for s in timeline["sessions"]] == ["ask-a", "a-new", "a-old"]
+    assert recall.move_session("a-new", pid_b)["success"]
+    assert found("ask-a") == ["a-old"] and sorted(found("ask-b")) == ["a-new", "b-new"]
+    h.close()

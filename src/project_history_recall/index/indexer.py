@@ -27,11 +27,11 @@ from project_history_recall.index.probes import Probe, cached_probe, git_probe, 
 from project_history_recall.index.store import (
     GENERATION,
     REMOVALS,
-    SCOPE_GENERATION,
     Index,
     bump,
     chunks_deleted,
     get_meta,
+    scope_changed,
     set_meta,
     transaction,
 )
@@ -336,7 +336,7 @@ class Indexer:
         conn.execute("DELETE FROM sessions")
         conn.execute("DELETE FROM probes")
         bump(conn, REMOVALS)
-        bump(conn, SCOPE_GENERATION)
+        scope_changed(conn)
 
     def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
                         sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
@@ -346,7 +346,7 @@ class Indexer:
         have old rows to delete — a first build skips that work). ``read`` keeps the messages
         read, by session, for the phases."""
         ids = list(ids)
-        attribution_changed = False
+        attribution_changed = sessions_came = False
         for done, sid in enumerate(ids, start=1):
             messages = reader.messages(sid)
             if read is not None:
@@ -359,12 +359,15 @@ class Indexer:
             last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
             before = _attribution_of(conn, sid) if sid in known else None
             self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
-            attribution_changed = attribution_changed or before is None or before != _attribution_of(conn, sid)
+            if before is None:
+                sessions_came = True
+            elif before != _attribution_of(conn, sid):
+                attribution_changed = True
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == len(ids)):
                 progress(done, len(ids))
-        if attribution_changed:
-            bump(conn, SCOPE_GENERATION)
+        if attribution_changed or sessions_came:
+            scope_changed(conn, only_added=not attribution_changed)
 
     def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
         """Two ``executemany`` per session instead of two statements per entry. The ids are
@@ -430,11 +433,11 @@ class Indexer:
         self._delete_entries(conn, sid)
         conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
         bump(conn, REMOVALS)
-        bump(conn, SCOPE_GENERATION)
+        scope_changed(conn)
         chunks_deleted(conn, conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount)
 
     def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
-        bump(conn, SCOPE_GENERATION)  # what attributes it may have changed (a move, an archive)
+        scope_changed(conn)  # what attributes it may have changed (a move, an archive)
         old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
         if old is not None and old["title"] != session.title:
             self._delete_entries(conn, session.id, ("title",))
@@ -485,7 +488,7 @@ class Indexer:
                         updated += 1
             if updated:
                 bump(conn, GENERATION)
-                bump(conn, SCOPE_GENERATION)
+                scope_changed(conn)
         return updated
 
     def _effective_git(self, conn: sqlite3.Connection, cwd: str | None, git_repo_root: str | None,

@@ -7,13 +7,14 @@ browse, code history — asks the same question the same way.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from project_history_recall.attribution import Identity, Resolver
-from project_history_recall.index.store import SCOPE_GENERATION
+from project_history_recall.index.store import SCOPE_GENERATION, SCOPE_REWRITTEN
 
 
 @dataclass(frozen=True)
@@ -48,38 +49,71 @@ class _Attributed:
 
     identities: dict[str, tuple[Identity, sqlite3.Row]]
     visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]]
+    #: what it was read under, but for ``scope_generation``: while this stands, sessions only came
+    base: tuple = ()
 
 
 _attributed_cache: dict[tuple, _Attributed] = {}
+
+_SESSION_COLUMNS = "id, cwd, repo_root, branch, archived, hidden, started_at"
 
 
 def _attributed(conn: sqlite3.Connection, resolver: Resolver) -> _Attributed:
     """Resolve every session once per distinct (cwd, repo root). Cached until what attributes
     a session changes in the index (``SCOPE_GENERATION``: not a Hermes turn, which only adds
     messages) or the projects do (``resolver.key``): attribution is still computed at query
-    time, just not again for an unchanged history."""
-    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = ?), "
-                       "(SELECT file FROM pragma_database_list WHERE name = 'main')", (SCOPE_GENERATION,)).fetchone()
-    key = (*row, resolver.key)
+    time, just not again for an unchanged history. When sessions only came since
+    (``SCOPE_REWRITTEN`` stands), only they are resolved."""
+    row = conn.execute("SELECT (SELECT value FROM meta WHERE key = ?), (SELECT value FROM meta WHERE key = ?), "
+                       "(SELECT file FROM pragma_database_list WHERE name = 'main')",
+                       (SCOPE_GENERATION, SCOPE_REWRITTEN)).fetchone()
+    base = (row[1], row[2], resolver.key)
+    key = (row[0], *base)
     cached = _attributed_cache.get(key)
     if cached is not None:
         return cached
+    earlier = next((a for a in reversed(_attributed_cache.values()) if a.base == base), None)
+    attributed = _with_sessions_that_came(conn, resolver, earlier) if earlier is not None else None
+    if attributed is None:
+        attributed = _attribute(conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions ORDER BY started_at, id"),
+                                resolver, {}, {}, base)
+    if len(_attributed_cache) > 8:
+        _attributed_cache.clear()
+    _attributed_cache[key] = attributed
+    return attributed
+
+
+def _attribute(sessions: Iterable[sqlite3.Row], resolver: Resolver,
+               identities: dict[str, tuple[Identity, sqlite3.Row]],
+               visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]], base: tuple) -> _Attributed:
+    """``identities`` and ``visible`` with ``sessions`` (in start order) added."""
     by_pair: dict[tuple[str | None, str | None], Identity] = {}
-    identities: dict[str, tuple[Identity, sqlite3.Row]] = {}
-    visible: dict[str, list[tuple[str, Identity, sqlite3.Row]]] = defaultdict(list)
-    for session in conn.execute("SELECT id, cwd, repo_root, branch, archived, hidden, started_at FROM sessions "
-                                "ORDER BY started_at, id"):
+    grown: dict[str, list[tuple[str, Identity, sqlite3.Row]]] = defaultdict(list)
+    for session in sessions:
         pair = (session["cwd"], session["repo_root"])
         identity = by_pair.get(pair)
         if identity is None:
             identity = by_pair[pair] = resolver.resolve(*pair)
         identities[session["id"]] = (identity, session)
         if not (session["archived"] or session["hidden"]):
-            visible[identity.scope_key].append((session["id"], identity, session))
-    if len(_attributed_cache) > 8:
-        _attributed_cache.clear()
-    cached = _attributed_cache[key] = _Attributed(identities, dict(visible))
-    return cached
+            grown[identity.scope_key].append((session["id"], identity, session))
+    for scope_key, members in grown.items():
+        visible[scope_key] = sorted([*visible.get(scope_key, []), *members],
+                                    key=lambda m: (m[2]["started_at"], m[0])) if visible.get(scope_key) else members
+    return _Attributed(identities, visible, base)
+
+
+def _with_sessions_that_came(conn: sqlite3.Connection, resolver: Resolver,
+                             earlier: _Attributed) -> _Attributed | None:
+    """``earlier`` with the sessions the index gained since (None when it lost any: then
+    something else changed too, and everything is attributed again)."""
+    ids = [r[0] for r in conn.execute("SELECT id FROM sessions")]
+    came = [sid for sid in ids if sid not in earlier.identities]
+    if len(ids) - len(came) != len(earlier.identities):
+        return None
+    rows = conn.execute(f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE id IN (SELECT value FROM json_each(?)) "
+                        "ORDER BY started_at, id", [json.dumps(came)])
+    return _attribute(rows, resolver, dict(earlier.identities), dict(earlier.visible), earlier.base)
 
 
 def session_identities(conn: sqlite3.Connection, resolver: Resolver) -> dict[str, tuple[Identity, sqlite3.Row]]:
