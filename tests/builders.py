@@ -104,6 +104,19 @@ def file_digest(path: Path) -> str:
     return h.hexdigest()
 
 
+def two_projects(root: Path) -> tuple[History, Path, Path, str]:
+    """A home with repos ``a`` and ``b`` (``b`` the explicit project "B"), the session ``old``
+    in ``a`` about the heron cache, and an empty asking session in each (``ask-a``, ``ask-b``);
+    with the two folders and B's project id."""
+    h = History(root / "hermes")
+    a, b = git_init(root / "a"), git_init(root / "b")
+    project_b = h.project("B", b)
+    h.session("old", a, "the heron cache design", "we keep two tiers")
+    h.session("ask-a", a)
+    h.session("ask-b", b)
+    return h, a, b, project_b
+
+
 def session_ids(response: dict) -> list[str]:
     assert response["success"], response
     return [r["session_id"] for r in response["results"]]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from builders import History, add_worktree, git_init, session_ids
+from builders import History, add_worktree, git_init, session_ids, two_projects
 
 
 @pytest.fixture
@@ -110,23 +110,18 @@ def test_one_process_scopes_the_sessions_that_come_and_a_session_moved_after(tmp
     """A long-lived process attributes only the sessions new since its last search (a /new in
     Hermes): each must land in its own project's scope, in start order, and a later move (an
     indexed session's cwd changed) must still re-attribute it."""
-    h = History(tmp_path / "hermes")
-    a, b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
-    pid_b = h.project("B", b)
-    h.session("a-old", a, "the heron cache design", "two tiers")
-    h.session("ask-a", a)
-    h.session("ask-b", b)
+    h, a, b, pid_b = two_projects(tmp_path)
     recall = h.recall()
 
     def found(asker: str) -> list[str]:
         return session_ids(recall.search("heron", session_id=asker, mode="keyword", limit=10))
 
-    assert found("ask-a") == ["a-old"] and found("ask-b") == []
+    assert found("ask-a") == ["old"] and found("ask-b") == []
     h.session("b-new", b, "heron notes for b", "ok")
     h.session("a-new", a, "heron again, in a", "ok")
-    assert sorted(found("ask-a")) == ["a-new", "a-old"] and found("ask-b") == ["b-new"]
+    assert sorted(found("ask-a")) == ["a-new", "old"] and found("ask-b") == ["b-new"]
     timeline = recall.timeline(session_id="ask-a")
-    assert [s["session_id"] for s in timeline["sessions"]] == ["ask-a", "a-new", "a-old"]
+    assert [s["session_id"] for s in timeline["sessions"]] == ["ask-a", "a-new", "old"]
     assert recall.move_session("a-new", pid_b)["success"]
-    assert found("ask-a") == ["a-old"] and sorted(found("ask-b")) == ["a-new", "b-new"]
+    assert found("ask-a") == ["old"] and sorted(found("ask-b")) == ["a-new", "b-new"]
     h.close()

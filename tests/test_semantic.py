@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from filelock import FileLock
 
-from builders import History, git_init, session_ids
+from builders import History, git_init, session_ids, two_projects
 from fakes.embedding_server import FakeEmbeddingServer
 from project_history_recall.embeddings.local import LocalProvider
 from project_history_recall.services.consent import record_consent
@@ -224,12 +224,7 @@ def test_a_failing_provider_is_unavailable_and_keyword_results_stay(remote):
 
 
 def test_moving_a_session_re_embeds_nothing(tmp_path, monkeypatch):
-    h = History(tmp_path / "hermes")
-    a, b = git_init(tmp_path / "a"), git_init(tmp_path / "b")
-    pid = h.project("B", b)
-    h.session("old", a, "the heron cache design", "we keep two tiers")
-    h.session("ask-a", a)
-    h.session("ask-b", b)
+    h, _, _, pid = two_projects(tmp_path)
     passages: list[int] = []
     original = LocalProvider.embed_passages
 
