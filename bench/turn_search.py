@@ -15,10 +15,13 @@ none of that. Wall and CPU time of both are printed with the machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shutil
+import sqlite3
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
 from .corpus import DEFAULT_SEED, SIZES, ensure_corpus
@@ -63,16 +66,14 @@ def turns(home: Path, asker: str, runs: int, mode: str) -> dict:
         db.close()
     out: dict = {name: {**latency_summary(times), "max_ms": round(max(times) * 1000, 2)}
                  for name, times in timings.items()}
-    out["semantic_status"] = {status: statuses.count(status) for status in set(map(str, statuses))}
-    out["vectors_of_the_turns"] = _turn_vectors(recall)
+    out["semantic_status"] = dict(Counter(map(str, statuses)))
+    out["vectors_of_the_turns"] = _turn_vectors(recall.index.path)
     return out
 
 
-def _turn_vectors(recall: object) -> int:
+def _turn_vectors(index_path: Path) -> int:
     """Messages of the bench's turns that got vectors: each turn's two, or the figure is not the one described."""
-    import sqlite3
-
-    with sqlite3.connect(recall.index.path) as conn:  # type: ignore[attr-defined]
+    with contextlib.closing(sqlite3.connect(index_path)) as conn:
         return conn.execute("SELECT COUNT(DISTINCT message_id) FROM chunks WHERE session_id LIKE 'bench_turn_%' "
                             "AND length(vector) > 0").fetchone()[0]
 

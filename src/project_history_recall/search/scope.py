@@ -98,8 +98,8 @@ def _attribute(sessions: Iterable[sqlite3.Row], resolver: Resolver,
         if not (session["archived"] or session["hidden"]):
             grown[identity.scope_key].append((session["id"], identity, session))
     for scope_key, members in grown.items():
-        visible[scope_key] = sorted([*visible.get(scope_key, []), *members],
-                                    key=lambda m: (m[2]["started_at"], m[0])) if visible.get(scope_key) else members
+        known = visible.get(scope_key)
+        visible[scope_key] = sorted([*known, *members], key=lambda m: (m[2]["started_at"], m[0])) if known else members
     return _Attributed(identities, visible, base)
 
 
