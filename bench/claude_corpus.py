@@ -7,14 +7,17 @@ M is 5,000 transcript files and 200,000 lines; S a tenth of that. The text comes
 Hermes corpus's generator (:mod:`bench.textgen`, same projects, a third Chinese), written in
 Claude Code's layout: ``user``/``assistant`` lines with ``tool_use``/``tool_result`` parts
 (``Bash``, ``Read``, ``Edit``, ``Write``), ``thinking`` parts, ``summary`` and
-``file-history-snapshot`` lines. A pure function of (seed, size).
+``file-history-snapshot`` lines. A pure function of (seed, size); each file's mtime is its
+last line's time (2025), as an agent leaves its transcripts.
 
 ``--measure`` then runs, on a fresh index each time it is given:
 
 * the full keyword index from scratch (``Recall.refresh``; the edit chain included), beside
   the floor (``json.loads`` of every line once) and the peak RSS;
-* a refresh with nothing changed, and the stat pass that decides it (one ``stat`` per file);
-* a refresh after one line appended to the largest transcript: seconds, lines parsed
+* a refresh with nothing changed, the check that decides it (:mod:`~project_history_recall.sources.file_watch`:
+  the folders and the files in use), and the full sweep it replaces (one ``stat`` per file);
+* a refresh after one line appended to the session in use (the largest transcript, written
+  a moment before the build): seconds, lines parsed
   (:data:`project_history_recall.sources.transcripts.lines_parsed`), messages re-read;
 * keyword search p50/p95 from the large project.
 
@@ -44,7 +47,7 @@ SIZES = {"S": (500, 20_000), "M": (5_000, 200_000)}
 END = 1_767_225_600.0
 SPAN = 365 * 86_400.0
 MARKER = "claude-corpus.json"
-GENERATOR_VERSION = 1
+GENERATOR_VERSION = 2
 
 
 def _median_ms(call, repeats: int = 5) -> float:
@@ -95,7 +98,9 @@ class _File:
         self.parent = uid
 
 
-def _session(rng: random.Random, sid: str, cwd: Path, spec: object, target: int, started: float) -> list[dict]:
+def _session(rng: random.Random, sid: str, cwd: Path, spec: object, target: int,
+             started: float) -> tuple[list[dict], float]:
+    """A transcript's lines, and when its last line was written."""
     lang = "zh" if rng.random() < spec.zh_share else "en"  # type: ignore[attr-defined]
     topic = Topic.draw(rng, spec, lang)  # type: ignore[arg-type]
     text = SessionText(random.Random(sid), topic)
@@ -118,7 +123,7 @@ def _session(rng: random.Random, sid: str, cwd: Path, spec: object, target: int,
         if rng.random() < 0.1:
             out.lines.append({"type": "file-history-snapshot", "messageId": out.parent, "snapshot": {},
                               "isSnapshotUpdate": False})
-    return out.lines[:target]
+    return out.lines[:target], out.clock
 
 
 def generate(out: Path, size: str, seed: int = DEFAULT_SEED) -> dict:
@@ -143,9 +148,10 @@ def generate(out: Path, size: str, seed: int = DEFAULT_SEED) -> dict:
         sid = str(uuid.UUID(int=rng.getrandbits(128)))
         folder = out / "claude" / "projects" / str(cwd).replace("/", "-")
         folder.mkdir(parents=True, exist_ok=True)
-        lines = _session(rng, sid, cwd, spec, lengths[n], END - SPAN + SPAN * n / files)
-        (folder / f"{sid}.jsonl").write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines),
-                                             encoding="utf-8")
+        lines, last = _session(rng, sid, cwd, spec, lengths[n], END - SPAN + SPAN * n / files)
+        path = folder / f"{sid}.jsonl"
+        path.write_text("".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines), encoding="utf-8")
+        os.utime(path, (last, last))  # as the agent left it: files idle since their last line
     (out / "hermes").mkdir(exist_ok=True)
     marker.write_text(json.dumps(facts))
     return facts
@@ -160,6 +166,7 @@ def measure(out: Path) -> dict:
     os.environ["CODEX_HOME"] = str(out / "no-codex")
     from project_history_recall.recall import Recall
     from project_history_recall.sources import transcripts
+    from project_history_recall.sources.file_watch import FileWatch
 
     home = out / "hermes"
     shutil.rmtree(home / "plugins", ignore_errors=True)
@@ -177,6 +184,8 @@ def measure(out: Path) -> dict:
     figures["floor_json_loads_s"] = round(time.perf_counter() - started, 3)
     figures["floor_json_loads_cpu_s"] = round(time.process_time() - cpu, 3)
 
+    largest = max(files, key=lambda f: f.stat().st_size)
+    os.utime(largest)  # the session in use: written a moment ago
     recall = Recall(home)
     started, cpu = time.perf_counter(), time.process_time()
     report = recall.refresh()
@@ -191,10 +200,11 @@ def measure(out: Path) -> dict:
     figures["peak_rss_mb"] = _rss_mb()
 
     source = recall.workspace.sources[1]
-    figures["stat_pass_ms_median"] = _median_ms(source.change_marker)
+    figures["full_sweep_ms_median"] = _median_ms(
+        lambda: FileWatch(str(source.root), lambda: source.format.files(source.root)).marker())
+    figures["check_ms_median"] = _median_ms(source.change_marker)
     figures["refresh_nothing_changed_ms_median"] = _median_ms(recall.refresh)
 
-    largest = max(files, key=lambda f: f.stat().st_size)
     last = json.loads(largest.read_text(encoding="utf-8").splitlines()[-2])
     last.update(uuid=str(uuid.uuid4()), type="user", message={"role": "user", "content": "one appended quokka line"})
     before = transcripts.lines_parsed.get("claude-code", 0)

@@ -36,12 +36,12 @@ from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from stat import S_ISREG
 from typing import Protocol
 
 from project_history_recall.index.store import TRANSCRIPT_TABLES, Index, transaction
 from project_history_recall.redaction import strip_private
 from project_history_recall.sources import SourceMessage, SourceSession, ToolCall
+from project_history_recall.sources.file_watch import FileWatch
 from project_history_recall.sources.withholding import Withholding, withheld_ids
 
 ID_BASE = 1 << 52
@@ -191,37 +191,24 @@ class TranscriptSource:
         self.index = index
         #: What a person withheld: its messages are never kept here (see :meth:`_withhold`).
         self.rules = rules
+        #: The files' ``stat`` between searches (the check before each one).
+        self.watch = FileWatch(str(root), lambda: self.format.files(self.root))
 
     def exists(self) -> bool:
         return self.root.is_dir()
-
-    def _stats(self) -> dict[str, os.stat_result]:
-        stats: dict[str, os.stat_result] = {}
-        for path in self.format.files(self.root):
-            try:
-                stat = os.stat(path)
-            except OSError:
-                continue
-            if S_ISREG(stat.st_mode):
-                stats[path] = stat
-        return stats
 
     def file_count(self) -> int:
         return sum(1 for _ in self.format.files(self.root))
 
     def change_marker(self) -> str | None:
-        """Every file's inode, size and mtime: an append changes its size. One ``stat`` per
-        file, folded without sorting (the sum of per-file hashes of integers, which Python
-        hashes the same in every process)."""
-        folded = 0
-        stats = self._stats()
-        for stat in stats.values():
-            folded = (folded + hash((stat.st_ino, stat.st_size, stat.st_mtime_ns))) & 0xFFFFFFFFFFFFFFFF
-        return f"{self.name}:{len(stats)}:{folded:016x}"
+        """Every file's inode, size and mtime, folded (an append changes its size), as
+        :attr:`watch` keeps them without a ``stat`` of every file each time."""
+        count, folded = self.watch.marker()
+        return f"{self.name}:{count}:{folded:016x}"
 
     @contextmanager
     def read(self) -> Iterator[TranscriptReader]:
-        stats = self._stats()
+        stats = self.watch.stats()
         conn = self._writable()
         if conn is None:
             conn = self._in_memory()

@@ -1,0 +1,116 @@
+"""The check before each search over other agents' transcripts (sources/file_watch.py): what it
+sees at once, what waits for the next full sweep, and that it does not ``stat`` every file."""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from agent_transcripts import Claude
+from builders import History, git_init
+from project_history_recall.recall import Recall
+from project_history_recall.sources.file_watch import HOT_SECONDS, FileWatch
+
+DAY = 86_400.0
+
+
+def age(path: Path, seconds: float) -> None:
+    moment = time.time() - seconds
+    os.utime(path, (moment, moment))
+
+
+def transcripts(root: Path, *names: str) -> list[Path]:
+    """Transcript files under ``root/<project>/``, idle for two days, their folders as old."""
+    paths = []
+    for name in names:
+        project, _, file = name.partition("/")
+        path = root / project / file
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text('{"line": 1}\n')
+        paths.append(path)
+    for path in [*paths, *{p.parent for p in paths}, root]:
+        age(path, 2 * DAY)
+    return paths
+
+
+def watch_of(root: Path, **kwargs: float) -> FileWatch:
+    return FileWatch(str(root), lambda: (str(p) for p in sorted(root.glob("*/*.jsonl"))), **kwargs)
+
+
+def test_nothing_changed_costs_no_sweep_and_an_append_to_a_file_in_use_is_seen_at_once(tmp_path):
+    _, in_use = transcripts(tmp_path, "a/idle.jsonl", "b/in-use.jsonl")
+    age(in_use, 60)  # written a minute ago: in use
+    watch = watch_of(tmp_path, sweep_seconds=1e9)
+    first = watch.marker()
+    assert first[0] == 2 and watch.sweeps == 1
+    assert watch.marker() == first and watch.sweeps == 1
+    with in_use.open("a") as handle:
+        handle.write('{"line": 2}\n')
+    assert watch.marker() != first
+    assert watch.sweeps == 1
+    assert watch.stats()[str(in_use)].st_size == in_use.stat().st_size
+
+
+def test_a_new_or_deleted_transcript_is_seen_at_once_by_its_folder(tmp_path):
+    _, other = transcripts(tmp_path, "a/idle.jsonl", "b/other.jsonl")
+    watch = watch_of(tmp_path, sweep_seconds=1e9)
+    first = watch.marker()
+    (tmp_path / "a" / "new.jsonl").write_text('{"line": 1}\n')
+    second = watch.marker()
+    assert second[0] == 3 and second != first
+    age(tmp_path / "a", 2 * DAY)  # its folder settles
+    watch.marker()
+    other.unlink()
+    assert watch.marker()[0] == 2
+    (tmp_path / "c").mkdir()  # a new project folder: the root's mtime changes
+    (tmp_path / "c" / "x.jsonl").write_text('{"line": 1}\n')
+    assert watch.marker()[0] == 3
+
+
+def test_an_append_to_an_idle_transcript_waits_for_the_next_sweep(tmp_path):
+    """The documented limit: a file idle for longer than HOT_SECONDS is looked at once a sweep."""
+    idle, = transcripts(tmp_path, "a/idle.jsonl")
+    age(idle, HOT_SECONDS + 3600)
+    watch = watch_of(tmp_path, sweep_seconds=1e9)
+    first = watch.marker()
+    with idle.open("a") as handle:
+        handle.write('{"line": 2}\n')
+    assert watch.marker() == first
+    watch.sweep_seconds = 0
+    assert watch.marker() != first
+    assert watch.marker() == watch_of(tmp_path).marker()
+
+
+def test_a_folder_written_during_the_sweep_is_not_trusted(tmp_path):
+    transcripts(tmp_path, "a/one.jsonl")
+    os.utime(tmp_path / "a")  # modified just now: a file created in the same tick would not show
+    watch = watch_of(tmp_path, sweep_seconds=1e9)
+    watch.marker()
+    watch.marker()
+    assert watch.sweeps == 2
+
+
+def test_one_process_finds_the_session_in_use_and_a_new_session_at_the_next_search(tmp_path, monkeypatch):
+    """Through the whole search: a long-lived process (the Hermes plugin, the MCP server)."""
+    claude_dir = tmp_path / "claude"
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_dir))
+    monkeypatch.setenv("CODEX_HOME", str(tmp_path / "codex"))
+    repo = git_init(tmp_path / "repo")
+    History(tmp_path / "hermes").close()
+    in_use = Claude(claude_dir, "0b6a1c52-1111-4a5e-9c1e-aaaaaaaaaaaa", repo)
+    in_use.user("the wombat cache question")
+    in_use.say("answered")
+    for folder in [in_use.path.parent, claude_dir / "projects"]:  # settled folders: trusted
+        age(folder, 2 * DAY)
+    recall = Recall(tmp_path / "hermes")
+
+    def found(query: str) -> list[str]:
+        return [r["session_id"] for r in recall.search(query, cwd=str(repo), mode="keyword")["results"]]
+
+    assert found("wombat") == [in_use.session_id]
+    in_use.user("a numbat follow-up")
+    assert found("numbat") == [in_use.session_id]
+    new = Claude(claude_dir, "0b6a1c52-2222-4a5e-9c1e-bbbbbbbbbbbb", repo)
+    new.user("a quokka question in a new session")
+    assert found("quokka") == [new.session_id]
