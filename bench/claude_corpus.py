@@ -57,7 +57,7 @@ def _median_ms(call, repeats: int = 5) -> float:
         started = time.perf_counter()
         call()
         samples.append(time.perf_counter() - started)
-    return round(statistics.median(samples) * 1000, 1)
+    return round(statistics.median(samples) * 1000, 3)
 
 
 def _stamp(moment: float) -> str:
