@@ -20,14 +20,33 @@ Probe = Callable[[str], tuple[str | None, str | None]]
 
 def git_probe(cwd: str) -> tuple[str | None, str | None]:
     """Repo root (linked worktrees folded into the main repo) and branch, via Hermes's own probe."""
-    if not cwd or not os.path.isdir(cwd):
+    root = git_repo_root(cwd)
+    if root is None:
         return None, None
     try:
         from tui_gateway import git_probe as hermes_git
 
-        return hermes_git.common_repo_root(cwd) or None, hermes_git.branch(cwd) or None
+        return root, hermes_git.branch(cwd) or None
     except Exception:
-        return None, None
+        return root, None
+
+
+def git_repo_root(cwd: str) -> str | None:
+    """:func:`git_probe`'s repo root alone (Hermes keeps it for the life of the process): no
+    ``git`` subprocess for the branch."""
+    if not cwd or not os.path.isdir(cwd):
+        return None
+    try:
+        from tui_gateway import git_probe as hermes_git
+
+        return hermes_git.common_repo_root(cwd) or None
+    except Exception:
+        return None
+
+
+def repo_root_probe(probe: Probe) -> Callable[[str], str | None]:
+    """What ``probe`` says a folder's repo root is, without its branch when it is git's."""
+    return git_repo_root if probe is git_probe else (lambda cwd: probe(cwd)[0])
 
 
 def _forget_hermes_roots() -> None:

@@ -18,7 +18,7 @@ from project_history_recall.errors import RecallError, bad_argument, no_db
 from project_history_recall.hermes_home import HermesHome
 from project_history_recall.index.edit_phase import EditPhase
 from project_history_recall.index.indexer import Indexer, Progress, RefreshReport
-from project_history_recall.index.probes import Probe, git_probe
+from project_history_recall.index.probes import Probe, git_probe, repo_root_probe
 from project_history_recall.index.store import Index
 from project_history_recall.services import withheld
 from project_history_recall.settings import Settings
@@ -39,7 +39,6 @@ class Asker:
     session_id: str | None
     cwd: str | None
     repo_root: str | None
-    branch: str | None
     identity: Identity
 
     @property
@@ -106,19 +105,21 @@ class Workspace:
         (the process's own folder when neither a session nor a cwd is given)."""
         row = None
         if session_id and conn is not None:
-            row = conn.execute("SELECT cwd, repo_root, branch FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            row = conn.execute("SELECT cwd, repo_root FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is not None:
-            cwd, root, branch = row["cwd"], row["repo_root"], row["branch"]
+            cwd, root = row["cwd"], row["repo_root"]
         else:
-            root = branch = None
+            root = None
             if session_id and conn is None:
-                cwd, root, branch = self._hermes_row(session_id, cwd)
+                cwd, root = self._hermes_row(session_id, cwd)
             if cwd is None and not session_id:
                 cwd = os.getcwd()
             if cwd and root is None:
-                root, branch = self.probe(cwd)
+                # The root alone: asking git for the branch too was a subprocess at every
+                # search by folder (2 ms; the MCP face asks so), for an answer nothing reads.
+                root = repo_root_probe(self.probe)(cwd)
         identity = resolver.resolve(cwd, root) if cwd or root else HOME
-        return Asker(session_id, cwd, root, branch, identity)
+        return Asker(session_id, cwd, root, identity)
 
     def check_asker(self, session_id: str | None, cwd: str | None) -> None:
         """A person's ``--session`` / ``--cwd`` must name something real: an unknown session
@@ -142,12 +143,12 @@ class Workspace:
             raise RecallError(f"no session {session_id!r} in {self.home.root}: `phr timeline --all-projects` "
                               "lists sessions, `phr session PREFIX` finds one by prefix", "unknown_session")
 
-    def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None, str | None]:
+    def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None]:
         if not self.hermes.exists():
-            return cwd, None, None
+            return cwd, None
         try:
             with self.hermes.read() as reader:
                 row = reader.sessions([session_id]).get(session_id)
         except RecallError:
             row = None
-        return (row.cwd, row.git_repo_root, row.git_branch) if row is not None else (cwd, None, None)
+        return (row.cwd, row.git_repo_root) if row is not None else (cwd, None)
