@@ -432,9 +432,10 @@ def test_the_chain_from_the_keyword_batches_is_the_chain_read_again_and_each_ses
     assert _edit_rows(fresh) == built
 
 
-def test_a_phase_that_fails_on_a_batch_does_not_stop_the_keyword_phase(small, monkeypatch):
-    """The batches after the one the edit phase failed on are still indexed for keyword search;
-    the edit phase after the keyword phase raises the failure, and the next refresh completes it."""
+def test_a_phase_that_fails_on_a_batch_does_not_stop_the_keyword_phase(small, monkeypatch, caplog):
+    """The batches after the one the edit phase failed on are still indexed for keyword search
+    (the failure is logged); the edit phase after the keyword phase raises the failure, and the
+    next refresh completes it."""
     from project_history_recall.index import indexer
     from project_history_recall.index.edit_phase import EditPhase
 
@@ -450,6 +451,8 @@ def test_a_phase_that_fails_on_a_batch_does_not_stop_the_keyword_phase(small, mo
         patched.setattr(EditPhase, "_write", broken)
         with pytest.raises(RuntimeError):
             recall.refresh()
+    assert "index phase edits failed on a batch" in caplog.text
+    assert "the edit phase was interrupted" in caplog.text
     conn = recall.index.connect_readonly()
     try:
         keyword = [r[0] for r in conn.execute("SELECT DISTINCT session_id FROM entries WHERE text LIKE '%aardvark%'")]

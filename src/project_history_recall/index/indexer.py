@@ -14,6 +14,7 @@ either fully old or fully new, so the index stays usable.
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import tempfile
@@ -37,6 +38,8 @@ from project_history_recall.index.store import (
 )
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
 from project_history_recall.sources.hermes import data_version
+
+logger = logging.getLogger(__name__)
 
 BATCH_SESSIONS = 200
 
@@ -319,6 +322,8 @@ class Indexer:
             try:
                 sessions = phase.batch(conn, read)
             except Exception:
+                logger.warning("index phase %s failed on a batch; it runs after the keyword phase instead",
+                               phase.name, exc_info=True)
                 sessions = 0
             else:
                 taking.append(phase)
