@@ -15,7 +15,9 @@ last line's time (2025), as an agent leaves its transcripts.
 * the full keyword index from scratch (``Recall.refresh``; the edit chain included), beside
   the floor (``json.loads`` of every line once) and the peak RSS;
 * a refresh with nothing changed, the check that decides it (:mod:`~project_history_recall.sources.file_watch`:
-  the folders and the files in use), and the full sweep it replaces (one ``stat`` per file);
+  the folders and the files in use; once right after the build, once after a pause longer than
+  a sweep interval, when the background sweeper has run), and the full sweep it replaces (one
+  ``stat`` per file);
 * a refresh after one line appended to the session in use (the largest transcript, written
   a moment before the build): seconds, lines parsed
   (:data:`project_history_recall.sources.transcripts.lines_parsed`), messages re-read;
@@ -165,7 +167,7 @@ def measure(out: Path) -> dict:
     os.environ["CLAUDE_CONFIG_DIR"] = str(out / "claude")
     os.environ["CODEX_HOME"] = str(out / "no-codex")
     from project_history_recall.recall import Recall
-    from project_history_recall.sources import transcripts
+    from project_history_recall.sources import file_watch, transcripts
     from project_history_recall.sources.file_watch import FileWatch
 
     home = out / "hermes"
@@ -203,6 +205,9 @@ def measure(out: Path) -> dict:
     figures["full_sweep_ms_median"] = _median_ms(
         lambda: FileWatch(str(source.root), lambda: source.format.files(source.root)).marker())
     figures["check_ms_median"] = _median_ms(source.change_marker)
+    # Searches come minutes apart: the check after a pause longer than a sweep interval.
+    time.sleep(file_watch.SWEEP_SECONDS + file_watch.TICK_SECONDS + 1)
+    figures["check_after_a_pause_ms"] = _median_ms(source.change_marker, repeats=1)
     figures["refresh_nothing_changed_ms_median"] = _median_ms(recall.refresh)
 
     last = json.loads(largest.read_text(encoding="utf-8").splitlines()[-2])

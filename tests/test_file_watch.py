@@ -4,12 +4,14 @@ sees at once, what waits for the next full sweep, and that it does not ``stat`` 
 from __future__ import annotations
 
 import os
+import threading
 import time
 from pathlib import Path
 
 from agent_transcripts import Claude
 from builders import History, git_init
 from project_history_recall.recall import Recall
+from project_history_recall.sources import file_watch
 from project_history_recall.sources.file_watch import HOT_SECONDS, FileWatch
 
 DAY = 86_400.0
@@ -68,18 +70,36 @@ def test_a_new_or_deleted_transcript_is_seen_at_once_by_its_folder(tmp_path):
     assert watch.marker()[0] == 3
 
 
-def test_an_append_to_an_idle_transcript_waits_for_the_next_sweep(tmp_path):
-    """The documented limit: a file idle for longer than HOT_SECONDS is looked at once a sweep."""
+def test_an_append_to_an_idle_transcript_is_seen_after_the_background_sweep(tmp_path):
+    """The documented limit: a file idle for longer than HOT_SECONDS is looked at by the sweeps,
+    which the process's sweeper thread runs; a check alone does not see its append."""
+    idle, = transcripts(tmp_path, "a/idle.jsonl")
+    age(idle, HOT_SECONDS + 3600)
+    watch = watch_of(tmp_path, sweep_seconds=1e9)
+    first = watch.marker()
+    assert any(t.name == "transcript-sweeper" and t.daemon for t in threading.enumerate())
+    with idle.open("a") as handle:
+        handle.write('{"line": 2}\n')
+    assert watch.marker() == first
+    file_watch.sweep_due()
+    assert watch.sweeps == 1  # not due yet
+    watch.sweep_seconds = 0
+    file_watch.sweep_due()
+    watch.sweep_seconds = 1e9  # the check would not sweep itself
+    assert watch.sweeps == 2
+    assert watch.marker() != first
+    assert watch.marker() == watch_of(tmp_path).marker()
+
+
+def test_a_check_sweeps_itself_when_no_sweep_ran_for_long(tmp_path):
     idle, = transcripts(tmp_path, "a/idle.jsonl")
     age(idle, HOT_SECONDS + 3600)
     watch = watch_of(tmp_path, sweep_seconds=1e9)
     first = watch.marker()
     with idle.open("a") as handle:
         handle.write('{"line": 2}\n')
-    assert watch.marker() == first
-    watch.sweep_seconds = 0
+    watch.sweep_seconds = 0  # as if the sweeper had not run for STALE_SWEEPS intervals
     assert watch.marker() != first
-    assert watch.marker() == watch_of(tmp_path).marker()
 
 
 def test_a_folder_written_during_the_sweep_is_not_trusted(tmp_path):

@@ -3,16 +3,19 @@
 A transcript folder has no single file whose size says "nothing changed": the check before
 each search used to ``stat`` every file (27 ms at 5,000 Claude Code transcripts, most of a
 keyword search). Agents append to the few sessions in use and create files for new ones;
-old transcripts are rarely touched. So between full sweeps (one every :data:`SWEEP_SECONDS`)
-a check looks only at
+old transcripts are rarely touched. So every file is looked at by a full sweep, which one
+background thread per process runs for each watch every :data:`SWEEP_SECONDS` (searches come
+minutes apart: a sweep on demand would land on nearly every one), and a check looks only at
 
 * the folders that hold the files (and their folders, up to the root): creating, deleting
   or renaming a file changes its folder's mtime, so a new session is seen at once;
 * the files written in the :data:`HOT_SECONDS` before the last sweep: an append to a
   session in use is seen at once.
 
-What this can miss until the next sweep: an append to a file idle for longer than
-:data:`HOT_SECONDS`, and a file created in a new folder below a folder that held no file.
+What this can miss until the next sweep (up to :data:`SWEEP_SECONDS` plus a tick): an append to
+a file idle for longer than :data:`HOT_SECONDS`, and a file created in a new folder below a
+folder that held no file. A check sweeps itself when it finds no sweep for
+:data:`STALE_SWEEPS` intervals (the process was suspended), when a folder changed, and the first time.
 A folder modified within :data:`RACY_SECONDS` of a sweep's start is not trusted (a file
 created during the sweep, or in the same mtime tick, would not change it): the next check
 sweeps again.
@@ -20,15 +23,23 @@ sweeps again.
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable
 from stat import S_ISREG
 
 SWEEP_SECONDS = 30.0
+#: How often the background thread looks for watches whose sweep is due.
+TICK_SECONDS = 10.0
+#: A check that finds no sweep for this many intervals sweeps itself.
+STALE_SWEEPS = 4
 HOT_SECONDS = 6 * 3600.0
 RACY_SECONDS = 1.0
+
+logger = logging.getLogger(__name__)
 
 
 def _fold(stat: os.stat_result) -> int:
@@ -54,6 +65,15 @@ class FileWatch:
         #: Full sweeps so far (what the tests count).
         self.sweeps = 0
 
+    def due(self) -> bool:
+        """Whether the background thread should sweep this watch now."""
+        return self._swept_at is not None and time.time() - self._swept_at >= self.sweep_seconds
+
+    def sweep(self) -> None:
+        """Look at every file again (what the background thread does when :meth:`due`)."""
+        with self._lock:
+            self._sweep(time.time())
+
     def stats(self) -> dict[str, os.stat_result]:
         """Every file's ``stat`` as of now, as far as this watch can tell (a copy)."""
         with self._lock:
@@ -68,7 +88,10 @@ class FileWatch:
 
     def _bring_up_to_date(self) -> None:
         now = time.time()  # compared with mtimes: the wall clock
-        if self._swept_at is None or now - self._swept_at >= self.sweep_seconds or self._folders_changed():
+        if self._swept_at is None:
+            _watch_in_background(self)
+        if (self._swept_at is None or now - self._swept_at >= STALE_SWEEPS * self.sweep_seconds
+                or self._folders_changed()):
             self._sweep(now)
             return
         for path in self._hot:
@@ -120,3 +143,49 @@ class FileWatch:
         self._folded = sum(_fold(stat) for stat in stats.values())
         self._swept_at = now
         self.sweeps += 1
+
+
+_watches: weakref.WeakSet[FileWatch] = weakref.WeakSet()
+_sweeper: threading.Thread | None = None
+_sweeper_lock = threading.Lock()
+
+
+def sweep_due() -> int:
+    """Sweep every watch of this process that is :meth:`~FileWatch.due`; returns how many."""
+    swept = 0
+    for watch in list(_watches):
+        if watch.due():
+            watch.sweep()
+            swept += 1
+    return swept
+
+
+def _sweep_forever() -> None:
+    while True:
+        time.sleep(TICK_SECONDS)
+        try:
+            sweep_due()
+        except Exception:  # never let one bad folder stop the sweeps of the others
+            logger.warning("transcript sweep failed", exc_info=True)
+
+
+def _forget_sweeper() -> None:
+    global _sweeper
+    _sweeper = None  # a forked child has no thread of its parent's
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_sweeper)
+
+
+def _watch_in_background(watch: FileWatch) -> None:
+    """Have the process's one sweeper thread (started on first use) sweep ``watch`` when due;
+    it holds watches weakly, so a dropped source is forgotten."""
+    global _sweeper
+    with _sweeper_lock:
+        _watches.add(watch)
+        if _sweeper is None:
+            # Not named ``phr-…``: those are work that ends (the tests and the stress harness wait
+            # for them); this one lives as long as the process.
+            _sweeper = threading.Thread(target=_sweep_forever, name="transcript-sweeper", daemon=True)
+            _sweeper.start()
