@@ -8,6 +8,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from agent_transcripts import Claude
 from builders import History, git_init
 from project_history_recall.recall import Recall
@@ -134,3 +136,37 @@ def test_one_process_finds_the_session_in_use_and_a_new_session_at_the_next_sear
     new = Claude(claude_dir, "0b6a1c52-2222-4a5e-9c1e-bbbbbbbbbbbb", repo)
     new.user("a quokka question in a new session")
     assert found("quokka") == [new.session_id]
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork here")
+def test_a_forked_child_checks_even_when_the_parent_was_mid_sweep(tmp_path):
+    """A lock the parent's sweep held at the fork is not inherited held."""
+    _, in_use = transcripts(tmp_path, "a/one.jsonl", "b/in-use.jsonl")
+    age(in_use, 60)
+    listing, release = threading.Event(), threading.Event()
+
+    def files():
+        if threading.current_thread().name == "slow-sweep":
+            listing.set()
+            release.wait(30)
+        return (str(p) for p in sorted(tmp_path.glob("*/*.jsonl")))
+
+    watch = FileWatch(str(tmp_path), files, sweep_seconds=1e9)
+    first = watch.marker()
+    sweeping = threading.Thread(target=watch.sweep, name="slow-sweep")
+    sweeping.start()
+    assert listing.wait(10)  # the sweep is under way, its lock held
+    pid = os.fork()
+    if pid == 0:  # the child: a check must answer
+        with in_use.open("a") as handle:
+            handle.write('{"line": 2}\n')
+        os._exit(0 if watch.marker() != first else 1)
+    release.set()
+    sweeping.join()
+    deadline = time.monotonic() + 20
+    while (done := os.waitpid(pid, os.WNOHANG))[0] == 0 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if done[0] == 0:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+    assert done[0] == pid and os.waitstatus_to_exitcode(done[1]) == 0

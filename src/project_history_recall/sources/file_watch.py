@@ -170,8 +170,12 @@ def _sweep_forever() -> None:
 
 
 def _forget_sweeper() -> None:
-    global _sweeper
-    _sweeper = None  # a forked child has no thread of its parent's
+    """In a forked child: no thread of the parent's runs there, and a lock it held at the fork
+    (mid-sweep) would stay held forever."""
+    global _sweeper, _sweeper_lock
+    _sweeper, _sweeper_lock = None, threading.Lock()
+    for watch in list(_watches):
+        watch._lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
