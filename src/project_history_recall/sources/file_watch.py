@@ -101,8 +101,9 @@ class FileWatch:
             except OSError:  # gone: its folder's mtime should have said so; sweep to be sure
                 self._sweep(now)
                 return
-            if old is None or _fold(old) != _fold(stat):
-                self._folded += _fold(stat) - (_fold(old) if old is not None else 0)
+            before, after = (_fold(old) if old is not None else 0), _fold(stat)
+            if old is None or before != after:
+                self._folded += after - before
                 self._stats[path] = stat
 
     def _folders_changed(self) -> bool:
@@ -153,7 +154,9 @@ _sweeper_lock = threading.Lock()
 def sweep_due() -> int:
     """Sweep every watch of this process that is :meth:`~FileWatch.due`; returns how many."""
     swept = 0
-    for watch in list(_watches):
+    with _sweeper_lock:  # a watch registering meanwhile would change the set under the copy
+        watches = list(_watches)
+    for watch in watches:
         if watch.due():
             watch.sweep()
             swept += 1
