@@ -14,18 +14,28 @@ import os
 import sqlite3
 import time
 from collections.abc import Callable
+from types import ModuleType
 
 Probe = Callable[[str], tuple[str | None, str | None]]
+
+
+def _hermes_git() -> ModuleType | None:
+    """Hermes's own git probe (``tui_gateway.git_probe``), or None when Hermes is absent or
+    broken: then no folder is in a repo, as for a folder git does not know."""
+    try:
+        from tui_gateway import git_probe as hermes_git
+    except Exception:
+        return None
+    return hermes_git
 
 
 def git_probe(cwd: str) -> tuple[str | None, str | None]:
     """Repo root (linked worktrees folded into the main repo) and branch, via Hermes's own probe."""
     root = git_repo_root(cwd)
-    if root is None:
-        return None, None
+    hermes_git = _hermes_git()
+    if root is None or hermes_git is None:
+        return root, None
     try:
-        from tui_gateway import git_probe as hermes_git
-
         return root, hermes_git.branch(cwd) or None
     except Exception:
         return root, None
@@ -34,11 +44,10 @@ def git_probe(cwd: str) -> tuple[str | None, str | None]:
 def git_repo_root(cwd: str) -> str | None:
     """:func:`git_probe`'s repo root alone (Hermes keeps it for the life of the process): no
     ``git`` subprocess for the branch."""
-    if not cwd or not os.path.isdir(cwd):
+    hermes_git = _hermes_git()
+    if not cwd or hermes_git is None or not os.path.isdir(cwd):
         return None
     try:
-        from tui_gateway import git_probe as hermes_git
-
         return hermes_git.common_repo_root(cwd) or None
     except Exception:
         return None
@@ -52,9 +61,10 @@ def repo_root_probe(probe: Probe) -> Callable[[str], str | None]:
 def _forget_hermes_roots() -> None:
     """Hermes's probe keeps a found repo root for the life of the process: drop it before
     asking about a folder that changed."""
+    hermes_git = _hermes_git()
+    if hermes_git is None:
+        return
     try:
-        from tui_gateway import git_probe as hermes_git
-
         hermes_git.invalidate()
     except Exception:
         return
