@@ -7,6 +7,7 @@ import sqlite3
 import pytest
 
 from builders import History, git_init, session_ids, tool_call
+from project_history_recall.index.store import WAL_LIMIT_BYTES
 from project_history_recall.sources.hermes import MESSAGES_AFTER_SQL
 
 
@@ -257,3 +258,23 @@ def test_a_session_grown_turn_by_turn_holds_what_a_rebuild_writes(two_repos):
     recall.refresh(force=True)
     assert _entries(recall) == grown
     assert session_ids(recall.search("tapir empty table", session_id="a-ask", mode="keyword")) == found == ["a-1"]
+
+
+def test_a_first_build_leaves_no_large_write_ahead_log(tmp_path, monkeypatch):
+    """Another agent's (empty) transcript folder makes the refresh read its parse in one long
+    transaction, which keeps SQLite's own checkpoints from restarting the index's log: without
+    the trim, this build left a 9 MB log beside the index for as long as the process lived."""
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    for n in range(300):  # two batches of sessions, two commits
+        words = " ".join(f"term{n}x{i} detail{(n * 31 + i) % 997}" for i in range(400))
+        h.session(f"s-{n:03}", repo, f"question {n}: {words}", f"answer {n}: {words}")
+    recall = h.recall()
+    report = recall.refresh()
+    assert report.sessions_updated == 300
+    wal = recall.workspace.index.path.with_name("index.db-wal")
+    assert not wal.exists() or wal.stat().st_size <= WAL_LIMIT_BYTES
+    assert session_ids(recall.search("term123x7", session_id="s-000", mode="keyword")) == ["s-123"]
+    h.close()

@@ -219,6 +219,7 @@ class Indexer:
                     if marker is not None:
                         with transaction(conn):
                             set_meta(conn, "source_marker", marker)
+                    self.index.trim_log(conn)  # the sources' snapshot is released only now
                 report.sessions_reattributed = self._reattribute_moved_folders(conn)
                 markers = probe_markers(conn)
                 if report.compared:
