@@ -195,3 +195,46 @@ def test_the_fit_collects_every_querys_results_with_their_signals() -> None:
     assert any(results[0][1] for q in positives for results in [q["modes"]["hybrid"]["results"]] if results)
     first = positives[0]["modes"]["hybrid"]["results"][0]
     assert set(first[2]) >= {"coverage", "session_cosine", "agree"}
+
+
+def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confidence(tmp_path):
+    """A question asked in the wrong project names what only that project's sessions say:
+    ``elsewhere`` measures it (and stays 0 for words that no session uses, and for the same
+    question asked in the project that has them); the other project's sessions are never
+    results. With every other signal equal, more of it means less confidence, in both tables."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    history = History(tmp_path / "hermes")
+    ours, theirs = git_init(tmp_path / "ours"), git_init(tmp_path / "theirs")
+    for n in range(3):
+        history.session(f"theirs-{n}", theirs, "the grpc gateway drops the tracing header",
+                        "patched the zanzibar middleware to keep it")
+    history.session("ours-1", ours, "the cache warmer is slow after the gateway restart", "it warms lazily now")
+    history.session("ours-now", ours)
+    history.session("theirs-now", theirs)
+    recall = history.recall()
+    recall.refresh()
+
+    def ranked(query: str, asker_id: str):
+        with recall.fresh_reader() as conn:
+            resolver = recall.workspace.resolver()
+            asker = recall.workspace.asker(conn, resolver, asker_id, None)
+            return explain(conn, resolver, asker, Question(query, "keyword", 10, Filters(), False), recall.semantic)
+
+    try:
+        wrong = ranked("gateway drops the tracing header in zanzibar", "ours-now")
+        nowhere = ranked("gateway quorvexian plimbledorf", "ours-now")
+        right = ranked("gateway drops the tracing header in zanzibar", "theirs-now")
+    finally:
+        history.close()
+    assert wrong is not None and [r.session_id for r in wrong.results] == ["ours-1"]
+    assert wrong.signals[0].elsewhere > 0.0
+    assert nowhere is not None and nowhere.signals[0].elsewhere == 0.0
+    assert right is not None and right.results[0].session_id.startswith("theirs-")
+    assert right.signals[0].elsewhere == 0.0
+    for table in ("hybrid", "keyword"):
+        plain = Signals(coverage=0.6, keyword_per_unit=2.0, keyword_share=1.0, margin=0.3, missing=0.2,
+                        query_units=5, session_cosine=0.4, top_cosine=0.45)
+        outside = Signals(**{**plain.__dict__, "elsewhere": 0.5})
+        assert assess(MODELS[table], outside).score < assess(MODELS[table], plain).score

@@ -53,7 +53,9 @@ class Signals:
     units that no keyword candidate in scope matches; ``query_units``: how many units the
     query has; ``agree``: 1 when the session leads keyword and also holds the best semantic
     message: two sources that rank independently picking the same session is evidence neither
-    score shows alone (another project's or a withheld session's question mostly splits them)."""
+    score shows alone (another project's or a withheld session's question mostly splits them);
+    ``elsewhere``: how much of the query only sessions outside the scope match
+    (:func:`~.keyword.elsewhere`)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -65,6 +67,7 @@ class Signals:
     missing: float = 0.0
     query_units: float = 0.0
     agree: float = 0.0
+    elsewhere: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -97,29 +100,30 @@ MODELS: dict[str, Model] = {
     "hybrid": Model(
         features=('coverage',
                   'keyword_per_unit',
-                  'keyword_share',
                   'margin',
                   'session_cosine',
                   'top_cosine',
                   'missing',
-                  'agree'),
-        mean=(0.63256, 3.70258, 0.97631, 0.40251, 0.41315, 0.44404,
-              0.28617, 0.52139),
-        std=(0.29225, 2.56646, 0.13386, 0.28051, 0.14835, 0.12826,
-              0.24964, 0.49954),
-        weights=(0.2401, 1.2298, -0.2257, 0.0855, 0.0058, 0.1506,
-              -0.3355, 0.2722),
-        bias=1.0131, low=0.3525, high=0.743),
+                  'agree',
+                  'elsewhere'),
+        mean=(0.63256, 3.70258, 0.40251, 0.41315, 0.44404, 0.28617,
+              0.52139, 0.09995),
+        std=(0.29225, 2.56646, 0.28051, 0.14835, 0.12826, 0.24964,
+              0.49954, 0.22225),
+        weights=(0.285, 0.9765, 0.0653, 0.0091, 0.1687, -0.0849,
+              0.277, -0.5074),
+        bias=0.8427, low=0.275, high=0.76),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
                   'keyword_share',
                   'margin',
-                  'missing'),
-        mean=(0.38979, 1.96549, 0.68949, 0.15922, 0.41013),
-        std=(0.29523, 2.16062, 0.30016, 0.26409, 0.2332),
-        weights=(0.1327, 0.9352, 1.007, 0.4225, -0.2831),
-        bias=-1.5142, low=0.2975, high=0.735),
+                  'missing',
+                  'elsewhere'),
+        mean=(0.38979, 1.96549, 0.68949, 0.15922, 0.41013, 0.22859),
+        std=(0.29523, 2.16062, 0.30016, 0.26409, 0.2332, 0.3162),
+        weights=(0.1554, 0.8645, 1.0448, 0.4339, -0.1383, -0.5177),
+        bias=-1.7077, low=0.2875, high=0.758),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sqlite3
 import statistics
 from collections import defaultdict
@@ -166,6 +167,39 @@ def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
     """Entries matching ``match``, counted up to ``cap + 1``: the cap bounds the check's cost."""
     sql = "SELECT count(*) FROM (SELECT 1 FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?)"
     return int(conn.execute(sql, [match, cap + 1]).fetchone()[0])
+
+
+#: How many of a unit's matches :func:`elsewhere` reads: its cost stays bounded, and the
+#: count it gives is exact below this.
+ELSEWHERE_MATCHES = 1_000
+
+
+def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str], found: set[str]) -> float:
+    """How much of the query belongs to sessions outside the scope: for each unit that no
+    session in scope matches but others do, ``log(1 + how many sessions)``, summed and divided
+    by the number of units. ``found`` are the units already known to match in scope.
+
+    A question asked in the wrong project names that project's files, identifiers and topics,
+    which this one never mentions; a rewording of this project's own words mostly matches
+    nothing anywhere. A confidence signal only (:class:`~.confidence.Signals`): no session
+    outside the scope is returned, named or counted in an answer."""
+    missing = [u for u in plan.units if u.label not in found]
+    if not missing:
+        return 0.0
+    in_scope = set(session_ids)
+    sql = (f"SELECT DISTINCT e.session_id FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?) m "
+           f"JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = m.rowid")
+    total = 0.0
+    try:
+        for unit in missing:
+            sessions = {row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES))}
+            if sessions and sessions.isdisjoint(in_scope):
+                total += math.log1p(len(sessions))
+    except sqlite3.OperationalError as exc:
+        if is_damage(exc):
+            raise
+        return 0.0  # a unit FTS5 cannot parse: keyword_hits fell back to LIKE for it too
+    return total / len(plan.units)
 
 
 def _hit(row: sqlite3.Row, score: float) -> Hit:
@@ -348,10 +382,11 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
 
 
 def result_signals(results: list[SessionResult], keyword: KeywordSessions, semantic: list[Hit],
-                   plan: QueryPlan) -> list[Signals]:
+                   plan: QueryPlan, elsewhere: float = 0.0) -> list[Signals]:
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
-    (empty when a source did not), ``keyword`` grouped with ``plan``."""
+    (empty when a source did not), ``keyword`` grouped with ``plan``; ``elsewhere`` is
+    :func:`elsewhere`'s figure for the query."""
     kw_sessions = keyword.scores
     best_keyword = max(kw_sessions.values(), default=0.0)
     margin = keyword_margin(kw_sessions)
@@ -373,5 +408,5 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
             margin=margin if k > 0 and r.session_id == leader else 0.0,
             session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
-            missing=missing, query_units=float(len(plan.units))))
+            missing=missing, query_units=float(len(plan.units)), elsewhere=elsewhere))
     return out

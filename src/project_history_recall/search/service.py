@@ -21,6 +21,7 @@ from project_history_recall.search.keyword import (
     Hit,
     KeywordSessions,
     SessionResult,
+    elsewhere,
     group_by_session,
     hybrid_sessions,
     keyword_hits,
@@ -143,7 +144,8 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     else:
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
-    signals = result_signals(grouped, sessions, vector_hits, plan)
+    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword else 0.0
+    signals = result_signals(grouped, sessions, vector_hits, plan, outside)
     signals = _with_agreement(signals, grouped, sessions, vector_hits)
     model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
