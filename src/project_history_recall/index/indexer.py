@@ -148,7 +148,11 @@ def pending_changes(conn: sqlite3.Connection, reader: SourceReader, *, force: bo
     if force:
         return Changes(signatures, max_id, indexed_max, set(signatures), set(), mirror.keys() - signatures.keys(),
                        mirror.keys())
-    new_messages = reader.sessions_with_messages_after(indexed_max) if max_id != indexed_max else set()
+    # Only the sessions the index holds need this (the others are re-read whole anyway): a first
+    # build would read the session of each of its 200,000 messages for nothing.
+    new_messages: set[str] = set()
+    if mirror and max_id != indexed_max:
+        new_messages = reader.sessions_with_messages_after(indexed_max)
     if not new_messages and signatures == mirror:  # the usual answer, in one comparison done in C
         return Changes(signatures, max_id, indexed_max, set(), set(), set(), mirror.keys())
     # One pass over the sessions finds the few that differ (tuples shared with the mirror
