@@ -238,3 +238,31 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
                         query_units=5, session_cosine=0.4, top_cosine=0.45)
         outside = Signals(**{**plain.__dict__, "elsewhere": 0.5})
         assert assess(MODELS[table], outside).score < assess(MODELS[table], plain).score
+
+
+@pytest.mark.model
+def test_a_hybrid_question_whose_words_only_another_project_uses_is_elsewhere_without_keyword_hits(tmp_path):
+    """When keyword finds nothing in scope, the semantic results still carry ``elsewhere``: every
+    word of the question may be another project's."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    history = History(tmp_path / "hermes")
+    ours, theirs = git_init(tmp_path / "ours"), git_init(tmp_path / "theirs")
+    history.session("theirs-1", theirs, "the zanzibar middleware drops the tracing header", "patched it")
+    history.session("ours-1", ours, "the cache warmer is slow", "it warms lazily now")
+    history.session("ours-now", ours)
+    recall = history.recall()
+    recall.refresh()
+    recall.embed()
+    try:
+        with recall.fresh_reader() as conn:
+            resolver = recall.workspace.resolver()
+            asker = recall.workspace.asker(conn, resolver, "ours-now", None)
+            ranked = explain(conn, resolver, asker, Question("zanzibar middleware tracing", "hybrid", 10, Filters(),
+                                                             False), recall.semantic)
+    finally:
+        history.close()
+    assert ranked is not None and not ranked.keyword and ranked.results
+    assert {r.session_id for r in ranked.results} <= {"ours-1", "ours-now"}
+    assert ranked.signals[0].elsewhere > 0.0

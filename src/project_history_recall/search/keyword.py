@@ -382,10 +382,10 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
 
 
 def result_signals(results: list[SessionResult], keyword: KeywordSessions, semantic: list[Hit],
-                   plan: QueryPlan, elsewhere: float = 0.0) -> list[Signals]:
+                   plan: QueryPlan, outside: float = 0.0) -> list[Signals]:
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
-    (empty when a source did not), ``keyword`` grouped with ``plan``; ``elsewhere`` is
+    (empty when a source did not), ``keyword`` grouped with ``plan``; ``outside`` is
     :func:`elsewhere`'s figure for the query."""
     kw_sessions = keyword.scores
     best_keyword = max(kw_sessions.values(), default=0.0)
@@ -408,5 +408,5 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
             margin=margin if k > 0 and r.session_id == leader else 0.0,
             session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
-            missing=missing, query_units=float(len(plan.units)), elsewhere=elsewhere))
+            missing=missing, query_units=float(len(plan.units)), elsewhere=outside))
     return out

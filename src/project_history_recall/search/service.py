@@ -144,10 +144,12 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     else:
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
-    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword else 0.0
+    keyword_ran = mode != "semantic" or not vector_hits
+    # also when keyword found nothing in scope: the query's words may all be another project's
+    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword_ran and grouped else 0.0
     signals = result_signals(grouped, sessions, vector_hits, plan, outside)
     signals = _with_agreement(signals, grouped, sessions, vector_hits)
-    model = model_for(keyword_ran=mode != "semantic" or not vector_hits, semantic_ran=bool(vector_hits))
+    model = model_for(keyword_ran=keyword_ran, semantic_ran=bool(vector_hits))
     assessments = vouch([assess(model, s) for s in signals], grouped, window)
     return Ranked(plan, state, keyword, vector_hits, grouped, signals, model, assessments, window)
 
