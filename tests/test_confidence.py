@@ -266,3 +266,34 @@ def test_a_hybrid_question_whose_words_only_another_project_uses_is_elsewhere_wi
     assert ranked is not None and not ranked.keyword and ranked.results
     assert {r.session_id for r in ranked.results} <= {"ours-1", "ours-now"}
     assert ranked.signals[0].elsewhere > 0.0
+
+
+def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, monkeypatch):
+    """A unit with more matches than ``elsewhere`` reads may have its first matches all outside a
+    small scope that uses it too: it counts for nothing, never as another project's word."""
+    from project_history_recall.search import keyword
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+    from project_history_recall.tokenizer import plan_query
+
+    monkeypatch.setattr(keyword, "ELSEWHERE_MATCHES", 3)
+    history = History(tmp_path / "hermes")
+    ours, theirs = git_init(tmp_path / "ours"), git_init(tmp_path / "theirs")
+    for n in range(5):  # older than ours: their entries come first
+        history.session(f"theirs-{n}", theirs, "we deploy on fridays" + (" from zanzibar" if n == 0 else ""), "ok")
+    history.session("ours-1", ours, "we deploy with the canary", "ok")
+    history.session("ours-now", ours)
+    recall = history.recall()
+    recall.refresh()
+    try:
+        with recall.fresh_reader() as conn:
+            resolver = recall.workspace.resolver()
+            asker = recall.workspace.asker(conn, resolver, "ours-now", None)
+            ranked = explain(conn, resolver, asker, Question("deploy", "keyword", 10, Filters(), False),
+                             recall.semantic)
+            assert ranked is not None
+            scope = [r.session_id for r in ranked.results]
+            assert keyword.elsewhere(conn, plan_query("deploy"), scope, set()) == 0.0
+            assert keyword.elsewhere(conn, plan_query("zanzibar"), scope, set()) > 0.0
+    finally:
+        history.close()

@@ -169,15 +169,17 @@ def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
     return int(conn.execute(sql, [match, cap + 1]).fetchone()[0])
 
 
-#: How many of a unit's matches :func:`elsewhere` reads: its cost stays bounded, and the
-#: count it gives is exact below this.
+#: A unit with more matches than this is common: :func:`elsewhere` does not count it (reading
+#: them all to be sure none is in scope would cost more than such a weak hint is worth).
 ELSEWHERE_MATCHES = 1_000
 
 
 def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str], found: set[str]) -> float:
     """How much of the query belongs to sessions outside the scope: for each unit that no
     session in scope matches but others do, ``log(1 + how many sessions)``, summed and divided
-    by the number of units. ``found`` are the units already known to match in scope.
+    by the number of units. ``found`` are the units already known to match in scope; a unit with
+    more than :data:`ELSEWHERE_MATCHES` matches counts for nothing (the first ones read may all lie
+    outside a small scope that has it too).
 
     A question asked in the wrong project names that project's files, identifiers and topics,
     which this one never mentions; a rewording of this project's own words mostly matches
@@ -187,12 +189,15 @@ def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str],
     if not missing:
         return 0.0
     in_scope = set(session_ids)
-    sql = (f"SELECT DISTINCT e.session_id FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?) m "
+    sql = (f"SELECT e.session_id FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?) m "
            f"JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = m.rowid")
     total = 0.0
     try:
         for unit in missing:
-            sessions = {row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES))}
+            matches = [row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES + 1))]
+            if len(matches) > ELSEWHERE_MATCHES:
+                continue
+            sessions = set(matches)
             if sessions and sessions.isdisjoint(in_scope):
                 total += math.log1p(len(sessions))
     except sqlite3.OperationalError as exc:
