@@ -51,8 +51,9 @@ MODES = ("hybrid", "keyword", "semantic")
 #: results rose above ``low``): hybrid tune 0.47 / 0.38 → 0.47 / 0.57, keyword 0.37 / 0.43 → 0.32 / 0.52.
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "margin", "session_cosine", "top_cosine", "missing", "agree",
-                "elsewhere"), "contrast"),
-    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing", "elsewhere"), "contrast-all"),
+                "elsewhere_words", "elsewhere_code"), "contrast"),
+    "keyword": (("coverage", "keyword_per_unit", "keyword_share", "margin", "missing", "elsewhere_words",
+                 "elsewhere_code"), "contrast-all"),
     "semantic": (("session_cosine", "top_cosine", "cosine_gap"), "all"),
 }
 MAX_HIT_FLAG = 0.05

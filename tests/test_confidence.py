@@ -202,14 +202,16 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
     ``elsewhere`` measures it (and stays 0 for words that no session uses, and for the same
     question asked in the project that has them); the other project's sessions are never
     results. With every other signal equal, more of it means less confidence, in both tables."""
+    from project_history_recall.search.keyword import elsewhere
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
+    from project_history_recall.tokenizer import plan_query
 
     history = History(tmp_path / "hermes")
     ours, theirs = git_init(tmp_path / "ours"), git_init(tmp_path / "theirs")
     for n in range(3):
         history.session(f"theirs-{n}", theirs, "the grpc gateway drops the tracing header",
-                        "patched the zanzibar middleware to keep it")
+                        "patched the zanzibar middleware in zanzibar/middleware.py to keep it")
     history.session("ours-1", ours, "the cache warmer is slow after the gateway restart", "it warms lazily now")
     history.session("ours-now", ours)
     history.session("theirs-now", theirs)
@@ -226,18 +228,22 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
         wrong = ranked("gateway drops the tracing header in zanzibar", "ours-now")
         nowhere = ranked("gateway quorvexian plimbledorf", "ours-now")
         right = ranked("gateway drops the tracing header in zanzibar", "theirs-now")
+        with recall.fresh_reader() as conn:
+            path = elsewhere(conn, plan_query("zanzibar/middleware.py"), ["ours-1", "ours-now"], set())
     finally:
         history.close()
+    assert path.code > 0.0 and path.words == 0.0  # a path is code-like, counted apart from words
     assert wrong is not None and [r.session_id for r in wrong.results] == ["ours-1"]
-    assert wrong.signals[0].elsewhere > 0.0
-    assert nowhere is not None and nowhere.signals[0].elsewhere == 0.0
+    assert wrong.signals[0].elsewhere_words > 0.0
+    assert nowhere is not None and nowhere.signals[0].elsewhere_words == nowhere.signals[0].elsewhere_code == 0.0
     assert right is not None and right.results[0].session_id.startswith("theirs-")
-    assert right.signals[0].elsewhere == 0.0
+    assert right.signals[0].elsewhere_words == right.signals[0].elsewhere_code == 0.0
     for table in ("hybrid", "keyword"):
         plain = Signals(coverage=0.6, keyword_per_unit=2.0, keyword_share=1.0, margin=0.3, missing=0.2,
                         query_units=5, session_cosine=0.4, top_cosine=0.45)
-        outside = Signals(**{**plain.__dict__, "elsewhere": 0.5})
-        assert assess(MODELS[table], outside).score < assess(MODELS[table], plain).score
+        for field in ("elsewhere_words", "elsewhere_code"):
+            outside = Signals(**{**plain.__dict__, field: 0.5})
+            assert assess(MODELS[table], outside).score < assess(MODELS[table], plain).score
 
 
 @pytest.mark.model
@@ -265,7 +271,7 @@ def test_a_hybrid_question_whose_words_only_another_project_uses_is_elsewhere_wi
         history.close()
     assert ranked is not None and not ranked.keyword and ranked.results
     assert {r.session_id for r in ranked.results} <= {"ours-1", "ours-now"}
-    assert ranked.signals[0].elsewhere > 0.0
+    assert ranked.signals[0].elsewhere_words > 0.0
 
 
 def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, monkeypatch):
@@ -293,7 +299,7 @@ def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, m
                              recall.semantic)
             assert ranked is not None
             scope = [r.session_id for r in ranked.results]
-            assert keyword.elsewhere(conn, plan_query("deploy"), scope, set()) == 0.0
-            assert keyword.elsewhere(conn, plan_query("zanzibar"), scope, set()) > 0.0
+            assert keyword.elsewhere(conn, plan_query("deploy"), scope, set()) == keyword.Elsewhere()
+            assert keyword.elsewhere(conn, plan_query("zanzibar"), scope, set()).words > 0.0
     finally:
         history.close()

@@ -54,8 +54,8 @@ class Signals:
     query has; ``agree``: 1 when the session leads keyword and also holds the best semantic
     message: two sources that rank independently picking the same session is evidence neither
     score shows alone (another project's or a withheld session's question mostly splits them);
-    ``elsewhere``: how much of the query only sessions outside the scope match
-    (:func:`~.keyword.elsewhere`)."""
+    ``elsewhere_words`` / ``elsewhere_code``: how much of the query's words / code-like units
+    only sessions outside the scope match (:func:`~.keyword.elsewhere`)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -67,7 +67,8 @@ class Signals:
     missing: float = 0.0
     query_units: float = 0.0
     agree: float = 0.0
-    elsewhere: float = 0.0
+    elsewhere_words: float = 0.0
+    elsewhere_code: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -105,25 +106,30 @@ MODELS: dict[str, Model] = {
                   'top_cosine',
                   'missing',
                   'agree',
-                  'elsewhere'),
+                  'elsewhere_words',
+                  'elsewhere_code'),
         mean=(0.63256, 3.70258, 0.40251, 0.41315, 0.44404, 0.28617,
-              0.52139, 0.10279),
+              0.52139, 0.0952, 0.00759),
         std=(0.29225, 2.56646, 0.28051, 0.14835, 0.12826, 0.24964,
-              0.49954, 0.22765),
-        weights=(0.2949, 0.9654, 0.0645, 0.0327, 0.152, -0.0665,
-              0.275, -0.5312),
-        bias=0.8332, low=0.2775, high=0.761),
+              0.49954, 0.21291, 0.05063),
+        weights=(0.3659, 0.8686, 0.0621, 0.0659, 0.1602, -0.0585,
+              0.2496, -0.4341, -0.5544),
+        bias=0.773, low=0.2725, high=0.767),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
                   'keyword_share',
                   'margin',
                   'missing',
-                  'elsewhere'),
-        mean=(0.38979, 1.96549, 0.68949, 0.15922, 0.41013, 0.22859),
-        std=(0.29523, 2.16062, 0.30016, 0.26409, 0.2332, 0.3162),
-        weights=(0.1554, 0.8645, 1.0448, 0.4339, -0.1383, -0.5177),
-        bias=-1.7077, low=0.2875, high=0.758),
+                  'elsewhere_words',
+                  'elsewhere_code'),
+        mean=(0.38979, 1.96549, 0.68949, 0.15922, 0.41013, 0.20461,
+              0.02398),
+        std=(0.29523, 2.16062, 0.30016, 0.26409, 0.2332, 0.29169,
+              0.09059),
+        weights=(0.1914, 0.8317, 1.0367, 0.429, -0.1496, -0.4192,
+              -0.5198),
+        bias=-1.7723, low=0.295, high=0.751),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',

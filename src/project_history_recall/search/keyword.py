@@ -172,14 +172,26 @@ def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
 #: A unit with more matches than this is common: :func:`elsewhere` does not count it (reading
 #: them all to be sure none is in scope would cost more than such a weak hint is worth).
 ELSEWHERE_MATCHES = 1_000
+#: A unit with one of these looks like code: a path, a dotted or snake_case name, a number.
+_CODE_MARKS = frozenset("_./:-0123456789")
 
 
-def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str], found: set[str]) -> float:
+@dataclass(frozen=True)
+class Elsewhere:
+    """:func:`elsewhere`'s figures for one query, for the query's other words and for its units
+    that look like code, apart: another project's file or identifier says more than its words
+    (chats share most words; repositories do not share paths)."""
+
+    words: float = 0.0
+    code: float = 0.0
+
+
+def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str], found: set[str]) -> Elsewhere:
     """How much of the query belongs to sessions outside the scope: for each unit that no
-    session in scope matches but others do, ``log(1 + how many sessions)``, summed and divided
-    by the number of units. ``found`` are the units already known to match in scope; a unit with
-    more than :data:`ELSEWHERE_MATCHES` matches counts for nothing (the first ones read may all lie
-    outside a small scope that has it too).
+    session in scope matches but others do, ``log(1 + how many sessions)``, summed (words and
+    code-like units apart) and divided by the number of units. ``found`` are the units already
+    known to match in scope; a unit with more than :data:`ELSEWHERE_MATCHES` matches counts for
+    nothing (the first ones read may all lie outside a small scope that has it too).
 
     A question asked in the wrong project names that project's files, identifiers and topics,
     which this one never mentions; a rewording of this project's own words mostly matches
@@ -187,11 +199,11 @@ def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str],
     outside the scope is returned, named or counted in an answer."""
     missing = [u for u in plan.units if u.label not in found]
     if not missing:
-        return 0.0
+        return Elsewhere()
     in_scope = set(session_ids)
     sql = (f"SELECT e.session_id FROM (SELECT rowid FROM entries_fts WHERE entries_fts MATCH ? LIMIT ?) m "
            f"JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = m.rowid")
-    total = 0.0
+    words = code = 0.0
     try:
         for unit in missing:
             matches = [row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES + 1))]
@@ -199,12 +211,15 @@ def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str],
                 continue
             sessions = set(matches)
             if sessions and sessions.isdisjoint(in_scope):
-                total += math.log1p(len(sessions))
+                if _CODE_MARKS.isdisjoint(unit.label):
+                    words += math.log1p(len(sessions))
+                else:
+                    code += math.log1p(len(sessions))
     except sqlite3.OperationalError as exc:
         if is_damage(exc):
             raise
-        return 0.0  # a unit FTS5 cannot parse: keyword_hits fell back to LIKE for it too
-    return total / len(plan.units)
+        return Elsewhere()  # a unit FTS5 cannot parse: keyword_hits fell back to LIKE for it too
+    return Elsewhere(words / len(plan.units), code / len(plan.units))
 
 
 def _hit(row: sqlite3.Row, score: float) -> Hit:
@@ -387,7 +402,7 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
 
 
 def result_signals(results: list[SessionResult], keyword: KeywordSessions, semantic: list[Hit],
-                   plan: QueryPlan, outside: float = 0.0) -> list[Signals]:
+                   plan: QueryPlan, outside: Elsewhere | None = None) -> list[Signals]:
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
     (empty when a source did not), ``keyword`` grouped with ``plan``; ``outside`` is
@@ -405,6 +420,7 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
     missing = 1.0 - len(keyword.reachable()) / units if plan.units else 0.0
+    outside = outside or Elsewhere()
     out = []
     for r in results:
         k = kw_sessions.get(r.session_id, 0.0)
@@ -413,5 +429,6 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
             keyword_per_unit=k / units, keyword_share=k / best_keyword if best_keyword > 0 else 0.0,
             margin=margin if k > 0 and r.session_id == leader else 0.0,
             session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
-            missing=missing, query_units=float(len(plan.units)), elsewhere=outside))
+            missing=missing, query_units=float(len(plan.units)), elsewhere_words=outside.words,
+            elsewhere_code=outside.code))
     return out

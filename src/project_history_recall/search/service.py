@@ -146,7 +146,7 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     grouped = prefer_window(grouped, window, question.limit)
     keyword_ran = mode != "semantic" or not vector_hits
     # also when keyword found nothing in scope: the query's words may all be another project's
-    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword_ran and grouped else 0.0
+    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword_ran and grouped else None
     signals = result_signals(grouped, sessions, vector_hits, plan, outside)
     signals = _with_agreement(signals, grouped, sessions, vector_hits)
     model = model_for(keyword_ran=keyword_ran, semantic_ran=bool(vector_hits))
