@@ -48,7 +48,8 @@ MODES = ("hybrid", "keyword", "semantic")
 #: single entry's coverage among a result's three strongest: hybrid tune 0.47 / 0.38 → 0.37 / 0.38,
 #: keyword 0.37 / 0.43 → 0.40 / 0.43 flagged, not kept: see docs/benchmarks.md); 2026-12-07,
 #: + ``elsewhere`` in both, hybrid - ``keyword_share`` (with it, the unknown topic's semantic-only
-#: results rose above ``low``): hybrid tune 0.47 / 0.38 → 0.47 / 0.57, keyword 0.37 / 0.43 → 0.32 / 0.52.
+#: results rose above ``low``): hybrid tune 0.47 / 0.38 → 0.47 / 0.57, keyword 0.37 / 0.43 → 0.32 / 0.52;
+#: then its words and code-like units apart: hybrid 0.44 / 0.71, keyword 0.32 / 0.62.
 TABLES = {
     "hybrid": (("coverage", "keyword_per_unit", "margin", "session_cosine", "top_cosine", "missing", "agree",
                 "elsewhere_words", "elsewhere_code"), "contrast"),
