@@ -46,6 +46,26 @@ def search(query: str, **args):
                     session_id="now")
 
 
+def refreshed(history: History, embed: bool = False):
+    """``history``'s Recall with its index built (and its vectors, with ``embed``)."""
+    recall = history.recall()
+    recall.refresh()
+    if embed:
+        recall.embed()
+    return recall
+
+
+def explained(recall, asker_id: str, query: str, mode: str = "keyword"):
+    """The library's ranking of ``query`` asked from ``asker_id``, with its signals."""
+    from project_history_recall.search.scope import Filters
+    from project_history_recall.search.service import Question, explain
+
+    with recall.fresh_reader() as conn:
+        resolver = recall.workspace.resolver()
+        asker = recall.workspace.asker(conn, resolver, asker_id, None)
+        return explain(conn, resolver, asker, Question(query, mode, 10, Filters(), False), recall.semantic)
+
+
 def test_a_clear_keyword_match_is_confident(h):
     reply = search("heron client timeout retry budget")
     assert session_ids(reply)[0] == "timeouts"
@@ -98,21 +118,13 @@ def test_hybrid_is_confident_on_a_clear_match_and_not_on_an_unknown_topic(h):
 def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_path):
     """Coverage stops tokenizing a session's entries once it has found every unit, so the
     ``missing`` signal must not be read from what happened to be tokenized."""
-    from project_history_recall.search.scope import Filters
-    from project_history_recall.search.service import Question, explain
-
     history = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")
     history.session("split", repo, "the zephyrine cache was cold", "and the quorvex flag stayed on")
     history.session("now", repo)
-    recall = history.recall()
-    recall.refresh()
+    recall = refreshed(history)
     try:
-        with recall.fresh_reader() as conn:
-            resolver = recall.workspace.resolver()
-            asker = recall.workspace.asker(conn, resolver, "now", None)
-            ranked = explain(conn, resolver, asker, Question("zephyrine quorvex", "keyword", 10, Filters(), False),
-                             recall.semantic)
+        ranked = explained(recall, "now", "zephyrine quorvex")
     finally:
         history.close()
     assert ranked is not None and [r.session_id for r in ranked.results] == ["split"]
@@ -124,17 +136,10 @@ def test_a_unit_found_only_in_a_later_message_of_a_session_is_not_missing(tmp_pa
 def test_agree_marks_the_session_both_sources_put_first(h):
     """``agree`` is 1 for keyword's best session when it also holds the best semantic message,
     and for no other result."""
-    from project_history_recall.search.scope import Filters
-    from project_history_recall.search.service import Question, explain
-
     recall = h.recall()
     recall.refresh()
     recall.embed()
-    with recall.fresh_reader() as conn:
-        resolver = recall.workspace.resolver()
-        asker = recall.workspace.asker(conn, resolver, "now", None)
-        ranked = explain(conn, resolver, asker, Question("heron client timeout retry budget", "hybrid", 10,
-                                                         Filters(), False), recall.semantic)
+    ranked = explained(recall, "now", "heron client timeout retry budget", "hybrid")
     assert ranked is not None and ranked.results[0].session_id == "timeouts"
     assert [s.agree for s in ranked.signals] == [1.0] + [0.0] * (len(ranked.signals) - 1)
 
@@ -203,8 +208,6 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
     question asked in the project that has them); the other project's sessions are never
     results. With every other signal equal, more of it means less confidence, in both tables."""
     from project_history_recall.search.keyword import elsewhere
-    from project_history_recall.search.scope import Filters
-    from project_history_recall.search.service import Question, explain
     from project_history_recall.tokenizer import plan_query
 
     history = History(tmp_path / "hermes")
@@ -215,19 +218,11 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
     history.session("ours-1", ours, "the cache warmer is slow after the gateway restart", "it warms lazily now")
     history.session("ours-now", ours)
     history.session("theirs-now", theirs)
-    recall = history.recall()
-    recall.refresh()
-
-    def ranked(query: str, asker_id: str):
-        with recall.fresh_reader() as conn:
-            resolver = recall.workspace.resolver()
-            asker = recall.workspace.asker(conn, resolver, asker_id, None)
-            return explain(conn, resolver, asker, Question(query, "keyword", 10, Filters(), False), recall.semantic)
-
+    recall = refreshed(history)
     try:
-        wrong = ranked("gateway drops the tracing header in zanzibar", "ours-now")
-        nowhere = ranked("gateway quorvexian plimbledorf", "ours-now")
-        right = ranked("gateway drops the tracing header in zanzibar", "theirs-now")
+        wrong = explained(recall, "ours-now", "gateway drops the tracing header in zanzibar")
+        nowhere = explained(recall, "ours-now", "gateway quorvexian plimbledorf")
+        right = explained(recall, "theirs-now", "gateway drops the tracing header in zanzibar")
         with recall.fresh_reader() as conn:
             path = elsewhere(conn, plan_query("zanzibar/middleware.py"), ["ours-1", "ours-now"], set())
     finally:
@@ -250,23 +245,14 @@ def test_words_only_another_project_uses_count_as_elsewhere_and_lower_the_confid
 def test_a_hybrid_question_whose_words_only_another_project_uses_is_elsewhere_without_keyword_hits(tmp_path):
     """When keyword finds nothing in scope, the semantic results still carry ``elsewhere``: every
     word of the question may be another project's."""
-    from project_history_recall.search.scope import Filters
-    from project_history_recall.search.service import Question, explain
-
     history = History(tmp_path / "hermes")
     ours, theirs = git_init(tmp_path / "ours"), git_init(tmp_path / "theirs")
     history.session("theirs-1", theirs, "the zanzibar middleware drops the tracing header", "patched it")
     history.session("ours-1", ours, "the cache warmer is slow", "it warms lazily now")
     history.session("ours-now", ours)
-    recall = history.recall()
-    recall.refresh()
-    recall.embed()
+    recall = refreshed(history, embed=True)
     try:
-        with recall.fresh_reader() as conn:
-            resolver = recall.workspace.resolver()
-            asker = recall.workspace.asker(conn, resolver, "ours-now", None)
-            ranked = explain(conn, resolver, asker, Question("zanzibar middleware tracing", "hybrid", 10, Filters(),
-                                                             False), recall.semantic)
+        ranked = explained(recall, "ours-now", "zanzibar middleware tracing", "hybrid")
     finally:
         history.close()
     assert ranked is not None and not ranked.keyword and ranked.results
@@ -278,8 +264,6 @@ def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, m
     """A unit with more matches than ``elsewhere`` reads may have its first matches all outside a
     small scope that uses it too: it counts for nothing, never as another project's word."""
     from project_history_recall.search import keyword
-    from project_history_recall.search.scope import Filters
-    from project_history_recall.search.service import Question, explain
     from project_history_recall.tokenizer import plan_query
 
     monkeypatch.setattr(keyword, "ELSEWHERE_MATCHES", 3)
@@ -289,16 +273,12 @@ def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, m
         history.session(f"theirs-{n}", theirs, "we deploy on fridays" + (" from zanzibar" if n == 0 else ""), "ok")
     history.session("ours-1", ours, "we deploy with the canary", "ok")
     history.session("ours-now", ours)
-    recall = history.recall()
-    recall.refresh()
+    recall = refreshed(history)
     try:
+        ranked = explained(recall, "ours-now", "deploy")
+        assert ranked is not None
+        scope = [r.session_id for r in ranked.results]
         with recall.fresh_reader() as conn:
-            resolver = recall.workspace.resolver()
-            asker = recall.workspace.asker(conn, resolver, "ours-now", None)
-            ranked = explain(conn, resolver, asker, Question("deploy", "keyword", 10, Filters(), False),
-                             recall.semantic)
-            assert ranked is not None
-            scope = [r.session_id for r in ranked.results]
             assert keyword.elsewhere(conn, plan_query("deploy"), scope, set()) == keyword.Elsewhere()
             assert keyword.elsewhere(conn, plan_query("zanzibar"), scope, set()).words > 0.0
     finally:
