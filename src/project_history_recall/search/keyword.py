@@ -402,7 +402,7 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
 
 
 def result_signals(results: list[SessionResult], keyword: KeywordSessions, semantic: list[Hit],
-                   plan: QueryPlan, outside: Elsewhere | None = None) -> list[Signals]:
+                   plan: QueryPlan, outside: Elsewhere = Elsewhere()) -> list[Signals]:
     """What the ranking knows about each result, for its confidence
     (:class:`~.confidence.Signals`); ``keyword`` / ``semantic`` are the candidates that ran
     (empty when a source did not), ``keyword`` grouped with ``plan``; ``outside`` is
@@ -420,7 +420,6 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
     missing = 1.0 - len(keyword.reachable()) / units if plan.units else 0.0
-    outside = outside or Elsewhere()
     out = []
     for r in results:
         k = kw_sessions.get(r.session_id, 0.0)

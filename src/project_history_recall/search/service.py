@@ -18,6 +18,7 @@ from project_history_recall.embeddings.base import ProviderError
 from project_history_recall.search.confidence import Assessment, Model, Signals, assess, model_for, nothing_confident
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
+    Elsewhere,
     Hit,
     KeywordSessions,
     SessionResult,
@@ -145,8 +146,9 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
     keyword_ran = mode != "semantic" or not vector_hits
-    # also when keyword found nothing in scope: the query's words may all be another project's
-    outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable()) if keyword_ran and grouped else None
+    outside = Elsewhere()
+    if keyword_ran and grouped:  # also when keyword found nothing in scope: its words may be another project's
+        outside = elsewhere(conn, plan, scope.session_ids, sessions.reachable())
     signals = result_signals(grouped, sessions, vector_hits, plan, outside)
     signals = _with_agreement(signals, grouped, sessions, vector_hits)
     model = model_for(keyword_ran=keyword_ran, semantic_ran=bool(vector_hits))
