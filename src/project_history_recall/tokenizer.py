@@ -41,12 +41,13 @@ _WORD = r"[^\W_" + _CJK + r"]"
 _SCAN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
+#: Characters that join word parts into one identifier or path (``snake_case``, ``a/b.py``).
+JOINERS = "_-./:"
 #: What ``_SCAN`` finds in ASCII text, found without it: every character that can be neither in
 #: a word nor join its parts becomes a space, so each field of ``split()`` holds one word, whose
 #: core (what :func:`_word_tokens` keeps) is the field less the joining characters at its ends.
 #: A field of joiners alone has no core and no tokens.
-_JOINERS = "_-./:"
-_ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in _JOINERS)})
+_ASCII_BREAKS = str.maketrans({chr(c): " " for c in range(128) if not (chr(c).isalnum() or chr(c) in JOINERS)})
 _ATOM = re.compile(rf"{_WORD}+")
 _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
 MAX_TOKEN_CHARS = 64
@@ -119,7 +120,7 @@ def _word_tokens(word: str) -> tuple[str, ...]:
     """Whole word (lowercased) followed by its parts when it has more than one.
     Cached: a history repeats its vocabulary, and this is the indexer's hot loop. The joining
     characters at the ends are not part of the word (a ``_SCAN`` word can only have ``_`` there)."""
-    core = word.strip(_JOINERS)
+    core = word.strip(JOINERS)
     if not core:
         return ()
     whole = core.lower()[:MAX_TOKEN_CHARS]

@@ -14,6 +14,7 @@ import json
 import math
 import sqlite3
 import statistics
+import string
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -23,7 +24,7 @@ from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
 from project_history_recall.search.message_choice import message_evidence, shown_messages
 from project_history_recall.search.scope import Filters
-from project_history_recall.tokenizer import QueryPlan, Unit, units_in_text
+from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, units_in_text
 
 KINDS = ("user", "assistant", "tool_call", "title")
 
@@ -173,7 +174,7 @@ def _matches(conn: sqlite3.Connection, match: str, cap: int) -> int:
 #: them all to be sure none is in scope would cost more than such a weak hint is worth).
 ELSEWHERE_MATCHES = 1_000
 #: A unit with one of these looks like code: a path, a dotted or snake_case name, a number.
-_CODE_MARKS = frozenset("_./:-0123456789")
+_CODE_MARKS = frozenset(JOINERS + string.digits)
 
 
 @dataclass(frozen=True)
