@@ -1,6 +1,6 @@
 """The edit chain's write side: the rows of ``edits``, from each session's messages.
 
-:class:`EditPhase` is an :class:`~project_history_recall.index.indexer.IndexPhase`: after
+:class:`EditPhase` is an :class:`~project_history_recall.index.preparing.IndexPhase`: after
 each batch of the keyword phase has committed (and after the whole phase, for what the
 batches left), it replaces the rows in ``edits`` of every session whose messages changed
 with what :func:`~project_history_recall.index.edits.extract_edits` finds. Where an edit
@@ -15,7 +15,7 @@ import re
 import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from project_history_recall.index.edits import (
     EDIT_TOOLS,
@@ -168,6 +168,13 @@ class EditPhase:
             self._checkouts[cwd] = self.toplevel(cwd)
         return self._checkouts[cwd]
 
+    def __getstate__(self) -> dict:
+        """What a worker process is given: the probe, not what this process remembers."""
+        return {"toplevel": self.toplevel}
+
+    def __setstate__(self, state: dict) -> None:
+        EditPhase.__init__(self, state["toplevel"])
+
     def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
         """Bring ``edits`` in step with the sessions the index holds; returns how many
         sessions were looked at."""
@@ -184,49 +191,55 @@ class EditPhase:
                 conn.execute("DELETE FROM edit_state WHERE session_id NOT IN (SELECT id FROM sessions)")
                 set_meta(conn, "edits_swept_removals", removals)
         stale = conn.execute(_STALE_SQL).fetchall()
+
+        def rows_of(row: sqlite3.Row) -> list[tuple]:
+            return self.extract(row["id"], row["cwd"], row["repo_root"], reader.messages(row["id"]))
+
         for start in range(0, len(stale), BATCH_SESSIONS):
-            self._extract(conn, stale[start : start + BATCH_SESSIONS], reader.messages)
+            self._replace(conn, stale[start : start + BATCH_SESSIONS], rows_of)
         return len(stale)
 
-    def batch(self, conn: sqlite3.Connection, messages: Mapping[str, list[SourceMessage]]) -> int:
-        """The edits of a batch the keyword phase has just committed, from the messages it read
-        (the editing sessions were read a second time in :meth:`run`: a sixth of a full build)."""
-        stale = conn.execute(_STALE_OF_SQL, (json.dumps(list(messages)),)).fetchall()
-        self._extract(conn, stale, messages.__getitem__)
+    def store(self, conn: sqlite3.Connection, extracted: Mapping[str, object]) -> int:
+        """The edits of a batch the keyword phase has just committed, as :meth:`extract` found
+        them in the messages it read (the editing sessions were read a second time in
+        :meth:`run`: a sixth of a full build)."""
+        stale = conn.execute(_STALE_OF_SQL, (json.dumps(list(extracted)),)).fetchall()
+        self._replace(conn, stale, lambda row: cast("list[tuple]", extracted[row["id"]]))
         return len(stale)
 
-    def _extract(self, conn: sqlite3.Connection, stale: list[sqlite3.Row],
-                 messages: Callable[[str], list[SourceMessage]]) -> None:
+    def extract(self, session_id: str, cwd: str | None, repo_root: str | None,
+                messages: list[SourceMessage]) -> list[tuple]:
+        """The rows of ``edits`` for one session."""
+        edits = extract_edits(messages, _LazyCheckout(self, Placement(cwd, None, repo_root)).place)
+        prefix = os.path.join(repo_root, "") if repo_root else None
+        # Where the edit landed is stored only when the repo root does not say it.
+        return [(session_id, e.message_id, e.seq, e.timestamp, e.path,
+                 None if prefix and e.abs_path == prefix + e.path else e.abs_path, e.form, e.old_text, e.new_text,
+                 e.raw, e.said, e.said_message_id) for e in edits]
+
+    def _replace(self, conn: sqlite3.Connection, stale: list[sqlite3.Row],
+                 rows_of: Callable[[sqlite3.Row], list[tuple]]) -> None:
         """Replace the edits of the ``stale`` sessions, in one transaction; only those that may
-        hold an edit (:data:`_EDITING_SQL`) have their ``messages`` asked for."""
+        hold an edit (:data:`_EDITING_SQL`) have their rows asked for."""
         editing = {r[0] for r in conn.execute(_EDITING_SQL, (json.dumps([row["id"] for row in stale]),))}
         with transaction(conn):
             for row in stale:
                 conn.execute("DELETE FROM edits WHERE session_id = ?", (row["id"],))
                 if row["id"] in editing:
-                    self._write(conn, row["id"], row["cwd"], row["repo_root"], messages(row["id"]))
+                    self._write(conn, rows_of(row))
                 conn.execute("INSERT OR REPLACE INTO edit_state(session_id, content_signature) VALUES (?, ?)",
                              (row["id"], row["content_signature"]))
 
-    def _write(self, conn: sqlite3.Connection, session_id: str, cwd: str | None, repo_root: str | None,
-               messages: list[SourceMessage]) -> None:
-        edits = extract_edits(messages, _LazyCheckout(self, Placement(cwd, None, repo_root)).place)
-        if repo_root:  # where the edit landed is stored only when the repo root does not say it
-            prefix = os.path.join(repo_root, "")
-            for edit in edits:
-                if edit.abs_path and edit.abs_path == prefix + edit.path:
-                    edit.abs_path = None
-        if edits:
+    @staticmethod
+    def _write(conn: sqlite3.Connection, rows: list[tuple]) -> None:
+        if rows:
             conn.executemany(
                 "INSERT INTO edits(session_id, message_id, seq, timestamp, path, abs_path, form, old_text, new_text, "
-                "raw, said, said_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(session_id, e.message_id, e.seq, e.timestamp, e.path, e.abs_path, e.form, e.old_text, e.new_text,
-                  e.raw, e.said, e.said_message_id) for e in edits],
-            )
+                "raw, said, said_message_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows)
 
 
 if TYPE_CHECKING:
-    from project_history_recall.index.indexer import IndexPhase
+    from project_history_recall.index.preparing import IndexPhase
 
     _protocol_check: IndexPhase = EditPhase()
 

@@ -5,7 +5,7 @@ of its result riding along as context; and the text the tokenizer sees for each.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from project_history_recall.sources import SourceMessage, SourceSession
 from project_history_recall.tokenizer import index_text
@@ -14,8 +14,10 @@ MAX_ENTRY_CHARS = 32_000
 RESULT_HEAD_CHARS = 240
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
+    """A tuple, so that a worker process can send entries back as plain tuples (a sixth of the
+    pickling of a dataclass) and they still compare equal to the ones read here."""
+
     message_id: int | None
     position: int
     kind: str

@@ -14,17 +14,27 @@ either fully old or fully new, so the index stays usable.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import sqlite3
 import tempfile
 import time
-from collections.abc import Callable, Collection, Container, Iterable, Mapping
+import traceback
+from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
 
-from project_history_recall.index.entries import Entry, entry_tokens, session_entries
-from project_history_recall.index.probes import Probe, cached_probe, git_probe, moved, probe_markers, reprobe
+from project_history_recall.index.entries import Entry, entry_tokens
+from project_history_recall.index.preparing import IndexPhase, Job, Prepared, prepare_all
+from project_history_recall.index.probes import (
+    Probe,
+    cached_probe,
+    git_probe,
+    moved,
+    probe_markers,
+    probed_ahead,
+    reprobe,
+)
 from project_history_recall.index.store import (
     GENERATION,
     REMOVALS,
@@ -36,7 +46,7 @@ from project_history_recall.index.store import (
     set_meta,
     transaction,
 )
-from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
+from project_history_recall.sources import Source, SourceReader, SourceSession
 from project_history_recall.sources.hermes import data_version
 
 logger = logging.getLogger(__name__)
@@ -44,33 +54,6 @@ logger = logging.getLogger(__name__)
 BATCH_SESSIONS = 200
 
 Progress = Callable[[int, int], None]
-
-
-class IndexPhase(Protocol):
-    """Work derived from what the keyword phase wrote (the edit chain is one), with the same
-    consistent read of the source. A phase keeps its own bookkeeping, so an interrupted one
-    resumes.
-
-    What a phase has to do is decided by the index alone (which sessions the keyword phase
-    rewrote since the phase's bookkeeping says it ran): so a refresh that finds the index
-    exactly as a refresh that ran every phase to the end left it does not run them when it
-    writes nothing itself (the first check after a commit to ``state.db``), nor those that
-    took all its batches when it removed no session (the check after a Hermes turn)."""
-
-    name: str
-
-    def batch(self, conn: sqlite3.Connection, messages: Mapping[str, list[SourceMessage]]) -> int:
-        """Called after each batch of the keyword phase has committed, with the messages it read
-        for those sessions (exactly what the reader gives): the phase does its work for them
-        from these, instead of reading them from the source again in :meth:`run` (a sixth of a
-        full build). Returns how many sessions it looked at. When it raises, the keyword phase
-        carries on without it and :meth:`run` does the rest, so keyword search is still whole."""
-        ...
-
-    def run(self, conn: sqlite3.Connection, reader: SourceReader, *, force: bool = False) -> int:
-        """After the keyword phase has committed: whatever the batches did not do. Returns how
-        many sessions it looked at."""
-        ...
 
 
 @dataclass
@@ -92,6 +75,8 @@ class RefreshReport:
     #: Sessions whose repo root changed because their folder did (a symlink retargeted,
     #: a folder that became its own repo) while state.db stayed the same.
     sessions_reattributed: int = 0
+    #: Sessions that worker processes prepared (:mod:`.preparing`; a large build only).
+    prepared_in_workers: int = 0
 
     @property
     def changed(self) -> bool:
@@ -279,8 +264,9 @@ class Indexer:
             # One transaction: readers keep the old index until the new one is complete.
             with transaction(conn):
                 self._clear(conn)
-                self._write_sessions(conn, reader, source_sessions, sorted(content_dirty), report, progress,
-                                     known=set())
+                jobs = self._jobs(conn, source_sessions, sorted(content_dirty), known=())
+                self._write_sessions(conn, source_sessions, prepare_all(reader, jobs, ()), report, progress,
+                                     total=len(jobs), known=())
                 chunks_deleted(conn, conn.execute(
                     "DELETE FROM chunks WHERE session_id NOT IN (SELECT id FROM sessions)").rowcount)
                 self._finish(conn, max_id)
@@ -295,16 +281,18 @@ class Indexer:
         report.sessions_removed = len(removed)
         report.sessions_updated = len(meta_dirty)
         ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
+        with transaction(conn):
+            jobs = self._jobs(conn, source_sessions, ordered, known=changes.indexed)
+        prepared = prepare_all(reader, jobs, self.phases)
         taking = list(self.phases)
-        for start in range(0, len(ordered), BATCH_SESSIONS):
-            batch = ordered[start : start + BATCH_SESSIONS]
-            read: dict[str, list[SourceMessage]] = {}
+        for start in range(0, len(jobs), BATCH_SESSIONS):
+            batch = list(itertools.islice(prepared, BATCH_SESSIONS))
             with transaction(conn):
-                self._write_sessions(conn, reader, source_sessions, batch, report, None, known=changes.indexed,
-                                     read=read)
-            taking = self._hand_batch(conn, taking, read, report)
+                self._write_sessions(conn, source_sessions, batch, report, None, total=len(batch),
+                                     known=changes.indexed)
+            taking = self._hand_batch(conn, taking, batch, report)
             if progress:
-                progress(start + len(batch), len(ordered))
+                progress(start + len(batch), len(jobs))
         with transaction(conn):
             self._finish(conn, max_id)
         written = dict(mirror)
@@ -315,23 +303,28 @@ class Indexer:
         return report, written, [phase for phase in self.phases if not complete or phase not in taking]
 
     @staticmethod
-    def _hand_batch(conn: sqlite3.Connection, phases: list[IndexPhase], read: dict[str, list[SourceMessage]],
+    def _hand_batch(conn: sqlite3.Connection, phases: list[IndexPhase], batch: list[Prepared],
                     report: RefreshReport) -> list[IndexPhase]:
-        """Give a committed batch's messages to each phase still taking them; returns those
-        that are. A phase that fails on one is not given the next ones: its :meth:`IndexPhase.run`
-        after the keyword phase does what is left (and raises again if it is the phase's fault),
-        so a broken phase never stops the keyword index half way."""
+        """Give what was extracted for a committed batch to each phase still taking batches;
+        returns those that are. A phase that fails on one (or whose extract failed) is not given
+        the next ones: its :meth:`IndexPhase.run` after the keyword phase does what is left (and
+        raises again if it is the phase's fault), so a broken phase never stops the keyword
+        index half way."""
         taking = []
         for phase in phases:
             phase_started = time.perf_counter()
-            try:
-                sessions = phase.batch(conn, read)
-            except Exception:
-                logger.warning("index phase %s failed on a batch; it runs after the keyword phase instead",
-                               phase.name, exc_info=True)
-                sessions = 0
-            else:
+            sessions = 0
+            failure = next((p.failed[phase.name] for p in batch if phase.name in p.failed), None)
+            if failure is None:
+                try:
+                    sessions = phase.store(conn, {p.session_id: p.extracted[phase.name] for p in batch})
+                except Exception:
+                    failure = traceback.format_exc()
+            if failure is None:
                 taking.append(phase)
+            else:
+                logger.warning("index phase %s failed on a batch; it runs after the keyword phase instead\n%s",
+                               phase.name, failure)
             _count_phase(report, phase.name, sessions, time.perf_counter() - phase_started)
         return taking
 
@@ -348,65 +341,80 @@ class Indexer:
         bump(conn, REMOVALS)
         scope_changed(conn)
 
-    def _write_sessions(self, conn: sqlite3.Connection, reader: SourceReader,
-                        sessions: dict[str, SourceSession], ids: Iterable[str], report: RefreshReport,
-                        progress: Progress | None, *, known: Container[str],
-                        read: dict[str, list[SourceMessage]] | None = None) -> None:
-        """(Re)write whole sessions; ``known`` are those the index holds already (only they
-        have old rows to delete — a first build skips that work). ``read`` keeps the messages
-        read, by session, for the phases."""
+    def _jobs(self, conn: sqlite3.Connection, sessions: dict[str, SourceSession], ids: Iterable[str], *,
+              known: Container[str]) -> list[Job]:
         ids = list(ids)
+        probe = probed_ahead(conn, (sessions[sid].cwd for sid in ids), self.probe)
+        jobs = []
+        # Sessions share a few folders: 5,000 sessions of the M corpus, 34 folders.
+        found: dict[tuple[str | None, str | None, str | None], tuple[str | None, str | None]] = {}
+        for sid in ids:
+            session = sessions[sid]
+            where = (session.cwd, session.git_repo_root, session.git_branch)
+            if where not in found:
+                found[where] = self._effective_git(conn, *where, probe=probe)
+            jobs.append(Job(session, found[where], sid in known))
+        return jobs
+
+    def _write_sessions(self, conn: sqlite3.Connection, sessions: dict[str, SourceSession],
+                        prepared: Iterable[Prepared], report: RefreshReport, progress: Progress | None, *,
+                        total: int, known: Container[str]) -> None:
+        """(Re)write whole sessions; ``known`` are those the index holds already (only they
+        have old rows to delete — a first build skips that work)."""
         attribution_changed = sessions_came = False
-        for done, sid in enumerate(ids, start=1):
-            messages = reader.messages(sid)
-            if read is not None:
-                read[sid] = messages
-            report.messages_read += len(messages)
-            entries = session_entries(sessions[sid], messages)
-            written = self._replace_entries(conn, sid, entries) if sid in known else entries
-            self._insert_entries(conn, sid, written)
+        for done, session in enumerate(prepared, start=1):
+            sid = session.session_id
+            report.messages_read += session.message_count
+            report.prepared_in_workers += session.in_worker
+            written: Sequence[tuple] = session.entries
+            tokens = session.tokens
+            if sid in known:
+                written, tokens = self._replace_entries(conn, sid, written), None
+            self._insert_entries(conn, sid, written, tokens)
             report.entries_written += len(written)
-            last_active = max((m.timestamp for m in messages), default=sessions[sid].started_at)
             before = _attribution_of(conn, sid) if sid in known else None
-            self._upsert_session(conn, sessions[sid], len(messages), len(entries), last_active)
+            self._upsert_session(conn, sessions[sid], session)
             if before is None:
                 sessions_came = True
             elif before != _attribution_of(conn, sid):
                 attribution_changed = True
             report.sessions_updated += 1
-            if progress and (done % 50 == 0 or done == len(ids)):
-                progress(done, len(ids))
+            if progress and (done % 50 == 0 or done == total):
+                progress(done, total)
         if attribution_changed or sessions_came:
             scope_changed(conn, only_added=not attribution_changed)
 
-    def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> None:
+    def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: Sequence[tuple],
+                        tokens: list[str] | None = None) -> None:
         """Two ``executemany`` per session instead of two statements per entry. The ids are
         the ones SQLite would pick (one past the largest), given here so that the FTS rows
-        can take them without a round trip per entry."""
+        can take them without a round trip per entry. ``entries`` have :class:`Entry`'s fields
+        (:attr:`Prepared.entries`); ``tokens``: each entry's, when made ahead."""
         if not entries:
             return
         first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
         conn.executemany(
             "INSERT INTO entries(id, session_id, message_id, position, kind, role, tool_name, timestamp, "
             "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(first + i, sid, e.message_id, e.position, e.kind, e.role, e.tool_name, e.timestamp, e.text, e.context)
-             for i, e in enumerate(entries)],
+            [(first + i, sid, *e) for i, e in enumerate(entries)],
         )
+        if tokens is None:
+            tokens = [entry_tokens(kind, text) for _, _, kind, _, _, _, text, _ in entries]
         conn.executemany("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
-                         [(first + i, entry_tokens(e.kind, e.text)) for i, e in enumerate(entries)])
+                         [(first + i, t) for i, t in enumerate(tokens)])
 
-    def _replace_entries(self, conn: sqlite3.Connection, sid: str, entries: list[Entry]) -> list[Entry]:
+    def _replace_entries(self, conn: sqlite3.Connection, sid: str, entries: Sequence[tuple]) -> list[tuple]:
         """Delete the session's entries that are not among ``entries`` and return those of
         ``entries`` still to insert. A turn appends a message or two to a session: rewriting
         all of it (each old entry tokenized again for the contentless FTS ``delete``, each
         new one for its insert) was 45 ms a turn in a real 291-message session."""
-        wanted: dict[Entry, int] = {}
+        wanted: dict[tuple, int] = {}
         for entry in entries:
             wanted[entry] = wanted.get(entry, 0) + 1
         gone = []
         for row in conn.execute("SELECT id, message_id, position, kind, role, tool_name, timestamp, text, context "
                                 "FROM entries WHERE session_id = ?", (sid,)):
-            old = Entry(*tuple(row)[1:])
+            old = tuple(row)[1:]
             if wanted.get(old):
                 wanted[old] -= 1
             else:
@@ -464,9 +472,8 @@ class Indexer:
              int(session.archived), int(session.hidden), session.signature, time.time(), session.id),
         )
 
-    def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, message_count: int,
-                        entry_count: int, last_active: float) -> None:
-        repo_root, branch = self._effective_git(conn, session.cwd, session.git_repo_root, session.git_branch)
+    def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, prepared: Prepared) -> None:
+        repo_root, branch = prepared.git
         conn.execute(
             "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
             "cwd, git_branch, git_repo_root, repo_root, branch, title, archived, hidden, message_count, "
@@ -474,8 +481,9 @@ class Indexer:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (session.id, session.source, session.parent_session_id, session.started_at, session.ended_at,
              session.end_reason, session.cwd, session.git_branch, session.git_repo_root, repo_root, branch,
-             session.title, int(session.archived), int(session.hidden), message_count, entry_count,
-             last_active, session.signature, session.content_signature, time.time()),
+             session.title, int(session.archived), int(session.hidden), prepared.message_count,
+             len(prepared.entries), prepared.last_active, session.signature, session.content_signature,
+             time.time()),
         )
 
     def _reattribute_moved_folders(self, conn: sqlite3.Connection) -> int:
@@ -502,7 +510,7 @@ class Indexer:
         return updated
 
     def _effective_git(self, conn: sqlite3.Connection, cwd: str | None, git_repo_root: str | None,
-                       git_branch: str | None) -> tuple[str | None, str | None]:
+                       git_branch: str | None, probe: Probe | None = None) -> tuple[str | None, str | None]:
         """The repo root and branch that attribution uses.
 
         When the cwd exists on this machine, the probe of the cwd decides: Hermes
@@ -519,7 +527,7 @@ class Indexer:
             cwd = _nearest_existing(cwd)
             if cwd is None:
                 return None, git_branch
-        repo_root, branch = cached_probe(conn, cwd, self.probe)
+        repo_root, branch = cached_probe(conn, cwd, probe or self.probe)
         return repo_root, git_branch or branch
 
 

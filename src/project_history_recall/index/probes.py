@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from types import ModuleType
 
 Probe = Callable[[str], tuple[str | None, str | None]]
@@ -99,6 +100,19 @@ def cached_probe(conn: sqlite3.Connection, cwd: str, probe: Probe) -> tuple[str 
     if row is not None:
         return row["repo_root"], row["branch"]
     return _probe_and_store(conn, cwd, probe)
+
+
+def probed_ahead(conn: sqlite3.Connection, cwds: Iterable[str | None], probe: Probe) -> Probe:
+    """``probe``, answering at once for those of ``cwds`` that exist and have no cached answer
+    yet: they are probed side by side first. A first build asks git about a few dozen folders,
+    one subprocess wait after another otherwise (0.2 s at M)."""
+    cached = {row[0] for row in conn.execute("SELECT cwd FROM probes")}
+    missing = [cwd for cwd in dict.fromkeys(cwds) if cwd and cwd not in cached and os.path.isdir(cwd)]
+    if len(missing) < 2:
+        return probe
+    with ThreadPoolExecutor(min(8, len(missing))) as pool:
+        answers = dict(zip(missing, pool.map(probe, missing), strict=True))
+    return lambda cwd: answers[cwd] if cwd in answers else probe(cwd)
 
 
 def _probe_and_store(conn: sqlite3.Connection, cwd: str, probe: Probe) -> tuple[str | None, str | None]:

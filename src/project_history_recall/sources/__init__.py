@@ -13,7 +13,7 @@ and a link says which agent it came from).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -91,6 +91,13 @@ class SourceReader(Protocol):
     def messages(self, session_id: str) -> list[SourceMessage]: ...
 
     def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]: ...
+
+    def portable(self) -> tuple[Source, Collection[str]] | None:
+        """A source that can be pickled, whose readers (in another process, in their own
+        snapshot) give the same messages as this reader for the sessions returned with it: a
+        large build has worker processes read and prepare those. None when no session can be
+        read elsewhere (a transcript read writes its parse tables in the index)."""
+        ...
 
 
 class Source(Protocol):

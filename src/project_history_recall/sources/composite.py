@@ -8,7 +8,7 @@ show in their content signatures).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
@@ -73,6 +73,16 @@ class CompositeReader:
     def iter_all_messages(self) -> Iterator[tuple[str, SourceMessage]]:
         for reader in self._readers:
             yield from reader.iter_all_messages()
+
+    def portable(self) -> tuple[Source, Collection[str]] | None:
+        """The first reader's that has one (Hermes's: the transcript readers have none), with
+        the sessions that reader owns."""
+        for reader in self._readers:
+            found = reader.portable()
+            if found is not None:
+                source, ids = found
+                return source, [sid for sid in ids if self._of(sid) is reader]
+        return None
 
 
 class CompositeSource:

@@ -15,13 +15,13 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator
+from collections.abc import Collection, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 from project_history_recall.errors import RecallError, no_db
-from project_history_recall.sources import SourceMessage, SourceSession, ToolCall
+from project_history_recall.sources import Source, SourceMessage, SourceSession, ToolCall
 
 _CONTENT_JSON_PREFIX = "\x00json:"
 HIDDEN_SOURCES = ("subagent", "tool")
@@ -294,9 +294,11 @@ class _Seen:
 class HermesReader:
     """One read transaction over ``state.db``: every call sees the same snapshot."""
 
-    def __init__(self, conn: sqlite3.Connection, seen: _Seen | None = None) -> None:
+    def __init__(self, conn: sqlite3.Connection, seen: _Seen | None = None,
+                 source: HermesSource | None = None) -> None:
         self._conn = conn
         self._seen = seen
+        self._source = source
         version = conn.execute("PRAGMA schema_version").fetchone()[0]
         if seen is not None and seen.schema is not None and seen.schema[0] == version:
             schema = seen.schema[1]
@@ -409,6 +411,10 @@ class HermesReader:
         for row in rows:
             yield row[1], self._message(row)
 
+    def portable(self) -> tuple[Source, Collection[str]] | None:
+        """The database's path is all another process needs: every session can be read there."""
+        return None if self._source is None else (self._source, self.signatures().keys())
+
 
 class HermesSource:
     """``$HERMES_HOME/state.db`` as a :class:`~project_history_recall.sources.Source`."""
@@ -455,7 +461,7 @@ class HermesSource:
         try:
             conn.execute("BEGIN")
             try:
-                yield HermesReader(conn, seen)
+                yield HermesReader(conn, seen, self)
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise

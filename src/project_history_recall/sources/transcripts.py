@@ -524,6 +524,10 @@ class TranscriptReader:
         for row in rows:
             yield row["session_id"], self._message(row)
 
+    def portable(self) -> None:
+        """The parse lives in this refresh's own transaction on the index: read here only."""
+        return None
+
     def counts(self) -> dict:
         files, lines = self._conn.execute(
             "SELECT COUNT(*), COALESCE(SUM(lines), 0) FROM source_files WHERE source = ?", (self._source,)).fetchone()

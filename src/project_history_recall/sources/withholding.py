@@ -10,7 +10,7 @@ read as before and never written.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 
@@ -87,6 +87,16 @@ class WithholdingReader:
             if sid not in self._hidden:
                 yield sid, _private_message(message)
 
+    def portable(self) -> tuple[Source, Collection[str]] | None:
+        """The inner reader's, without the withheld sessions, read through a withholding source
+        that only takes private spans out (which sessions are withheld is decided here)."""
+        found = self._inner.portable()
+        if found is None:
+            return None
+        source, ids = found
+        return (WithholdingSource(source, _no_token, Withholding),
+                [sid for sid in ids if sid not in self._hidden] if self._hidden else ids)
+
 
 def _private_title(session: SourceSession) -> SourceSession:
     if session.title is None or "<" not in session.title:
@@ -102,6 +112,10 @@ def _private_message(message: SourceMessage) -> SourceMessage:
         return message
     calls = tuple(dataclasses.replace(c, arguments=strip_private(c.arguments)) for c in message.tool_calls)
     return dataclasses.replace(message, content=strip_private(message.content), tool_calls=calls)
+
+
+def _no_token() -> str:
+    return ""
 
 
 class WithholdingSource:
