@@ -55,7 +55,9 @@ def build(home: Path, profile: bool) -> dict:
     workers_cpu = ended.ru_utime + ended.ru_stime - children.ru_utime - children.ru_stime
     result = {"messages": report.messages_read, "entries": report.entries_written,
               "cpu_seconds": round(cpu, 3), "wall_seconds": round(wall, 3),
-              "prepared_in_workers": report.prepared_in_workers, "workers_cpu_seconds": round(workers_cpu, 3),
+              # getattr: the same script times older versions of the indexer too (A/B runs)
+              "prepared_in_workers": getattr(report, "prepared_in_workers", 0),
+              "workers_cpu_seconds": round(workers_cpu, 3),
               "keyword_wall_seconds": report.keyword_seconds, "phases": report.phases,
               "messages_per_cpu_s": round(report.messages_read / cpu),
               "messages_per_s": round(report.messages_read / wall)}

@@ -32,11 +32,13 @@ import traceback
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from project_history_recall.index.entries import entry_tokens, session_entries
 from project_history_recall.sources import Source, SourceMessage, SourceReader, SourceSession
+
+if TYPE_CHECKING:  # loaded by a large build only
+    from multiprocessing.connection import Connection
 
 logger = logging.getLogger(__name__)
 
@@ -201,6 +203,8 @@ class _Worker:
     Anything that goes wrong with it leaves its chunks to this process."""
 
     def __init__(self, source: Source, phases: Sequence[IndexPhase], jobs: Sequence[Job]) -> None:
+        from multiprocessing.connection import Connection
+
         ours, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
         self.process = subprocess.Popen(
@@ -263,6 +267,8 @@ def serve(fd: int) -> None:
     """A worker process's loop: prepare each chunk asked for, in one snapshot of the source.
     A thread sends the answers: one is megabytes, more than a socket holds, so sending waits
     until the writer reads it, and the next chunk is prepared meanwhile."""
+    from multiprocessing.connection import Connection
+
     conn = Connection(fd)
     answers: queue.Queue[bytes | None] = queue.Queue()
     sender = threading.Thread(target=_send_answers, args=(conn, answers), daemon=True)
