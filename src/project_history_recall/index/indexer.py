@@ -14,6 +14,7 @@ either fully old or fully new, so the index stays usable.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import logging
 import os
@@ -283,16 +284,17 @@ class Indexer:
         ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
         with transaction(conn):
             jobs = self._jobs(conn, source_sessions, ordered, known=changes.indexed)
-        prepared = prepare_all(reader, jobs, self.phases)
         taking = list(self.phases)
-        for start in range(0, len(jobs), BATCH_SESSIONS):
-            batch = list(itertools.islice(prepared, BATCH_SESSIONS))
-            with transaction(conn):
-                self._write_sessions(conn, source_sessions, batch, report, None, total=len(batch),
-                                     known=changes.indexed)
-            taking = self._hand_batch(conn, taking, batch, report)
-            if progress:
-                progress(start + len(batch), len(jobs))
+        # Closed here, not when it is collected: its worker processes end with the last batch.
+        with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared:
+            for start in range(0, len(jobs), BATCH_SESSIONS):
+                batch = list(itertools.islice(prepared, BATCH_SESSIONS))
+                with transaction(conn):
+                    self._write_sessions(conn, source_sessions, batch, report, None, total=len(batch),
+                                         known=changes.indexed)
+                taking = self._hand_batch(conn, taking, batch, report)
+                if progress:
+                    progress(start + len(batch), len(jobs))
         with transaction(conn):
             self._finish(conn, max_id)
         written = dict(mirror)

@@ -30,7 +30,7 @@ import threading
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -137,7 +137,8 @@ def prepare(job: Job, messages: list[SourceMessage], phases: Sequence[IndexPhase
     return prepared
 
 
-def prepare_all(reader: SourceReader, jobs: Sequence[Job], phases: Sequence[IndexPhase]) -> Iterator[Prepared]:
+def prepare_all(reader: SourceReader, jobs: Sequence[Job],
+                phases: Sequence[IndexPhase]) -> Generator[Prepared, None, None]:
     """Every job's :class:`Prepared`, in order. With :data:`WORKERS` and at least
     :data:`PARALLEL_FROM_SESSIONS` jobs, the sessions the reader can hand out are prepared in
     chunks by worker processes and by this one (:func:`_balanced`); the others here, in turn."""
