@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import sqlite3
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from project_history_recall.tokenizer import index_tokens, matched_units, normalize, plan_query
+from project_history_recall.tokenizer import (
+    FTS_TOKENIZE,
+    index_text,
+    index_tokens,
+    matched_units,
+    normalize,
+    plan_query,
+)
 
 
 def test_chinese_runs_become_overlapping_bigrams():
@@ -92,3 +101,26 @@ def test_ascii_text_tokenizes_as_it_does_beside_other_text(value):
 def test_joining_characters_at_a_word_end_are_not_part_of_it():
     assert index_tokens("__init__ -x- ./run.sh: a-_-b .. _") == [
         "init", "x", "run.sh", "run", "sh", "a-_-b", "a", "b"]
+
+
+def _fts_terms(texts: list[str]) -> list[list[str]]:
+    """The terms FTS5 reads from each text, in order, with the index's own tokenizer declaration."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize=\"{FTS_TOKENIZE}\")")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    conn.executemany("INSERT INTO t(rowid, tokens) VALUES (?, ?)", enumerate(texts))
+    terms: list[list[str]] = [[] for _ in texts]
+    for term, doc in conn.execute("SELECT term, doc FROM v ORDER BY doc, offset"):
+        terms[doc].append(term)
+    conn.close()
+    return terms
+
+
+@given(st.text(alphabet=st.sampled_from(list("aZ9_-./: \n\t(,\"'`中文廣告Ａé\u3000，")), max_size=60))
+def test_the_indexed_text_is_read_by_fts5_as_its_tokens_one_by_one(value):
+    """``index_text`` joins cached runs of tokens, with more than one space in places: FTS5 must
+    still read exactly the tokens, each as one term."""
+    tokens = index_tokens(value)
+    indexed, *alone = _fts_terms([index_text(value), *tokens])
+    assert indexed == [term for terms in alone for term in terms]
+    assert all(len(terms) == 1 for terms in alone)
