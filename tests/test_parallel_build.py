@@ -1,7 +1,9 @@
-"""A large build has worker processes prepare sessions while this process writes (issue 17,
-item 4): the index is the same whichever process prepared a session, what is withheld stays
-out in the workers too, other agents' transcripts are prepared here, and a worker that dies
-or a phase that fails in one loses nothing."""
+"""A large build has worker processes prepare sessions while this process writes, and a thread
+copy its log into the database (issue 17, item 4): the index is the same whichever process
+prepared a session, what is withheld stays out in the workers too, other agents' transcripts
+are prepared here, and a worker that dies, a phase that fails in one or a checkpoint that fails
+loses nothing. An empty transcript source holds no snapshot of the index that would keep its
+log from being copied."""
 
 from __future__ import annotations
 
@@ -13,11 +15,13 @@ import pytest
 
 from agent_transcripts import Claude
 from builders import History, git_init, tool_call
-from project_history_recall.index import preparing
+from project_history_recall.index import checkpoints, preparing
 from project_history_recall.index.edit_phase import EditPhase
 from project_history_recall.index.indexer import Indexer
+from project_history_recall.index.store import WAL_LIMIT_BYTES
 from project_history_recall.recall import Recall
 from project_history_recall.services.withheld import Rules, save_rules
+from project_history_recall.sources import claude_code
 
 SESSIONS = 16
 CLAUDE_UUID = "0b6a1c52-5555-4a5e-9c1e-eeeeeeeeeeee"
@@ -144,3 +148,45 @@ def test_a_phase_that_fails_in_a_worker_is_done_after_the_keyword_phase(home, ca
     assert "the edit phase broke in a worker" in caplog.text
     rows = index_rows(recall)
     assert len({row[0] for row in rows["edits"]}) == SESSIONS - 1
+
+
+def test_a_failing_checkpoint_beside_the_build_loses_nothing(home, monkeypatch, caplog):
+    recall = home.recall()
+    recall.refresh()
+    expected = index_rows(recall)
+    recall.index.path.unlink()
+
+    def failing(conn: sqlite3.Connection) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    monkeypatch.setattr(checkpoints, "checkpoint", failing)
+    recall = home.recall()
+    assert recall.refresh().sessions_updated == SESSIONS  # 15 Hermes sessions and the Claude one
+    assert "checkpoint beside the build failed" in caplog.text
+    assert index_rows(recall) == expected
+    assert recall.index.path.with_name("index.db-wal").stat().st_size <= WAL_LIMIT_BYTES
+
+
+@pytest.mark.parametrize("transcripts", [0, 1])
+def test_a_transcript_source_holds_a_snapshot_of_the_index_only_when_it_has_sessions(tmp_path, monkeypatch,
+                                                                                     transcripts):
+    claude_dir = tmp_path / "claude"
+    (claude_dir / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(claude_dir))
+    repo = git_init(tmp_path / "repo")
+    h = History(tmp_path / "hermes")
+    h.session("s1", repo, "tune the gadget cache")
+    if transcripts:
+        Claude(claude_dir, CLAUDE_UUID, repo).user("the claude gadget question")
+    recall = h.recall()
+    recall.refresh()
+    source = next(s for s in recall.workspace.sources if s.name == claude_code.NAME)
+    with source.read() as reader:
+        assert len(reader.signatures()) == transcripts
+        other = sqlite3.connect(recall.index.path, timeout=0.1)
+        with other:
+            other.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('written', 'after the read')")
+        busy = other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        other.close()
+    h.close()
+    assert busy == transcripts

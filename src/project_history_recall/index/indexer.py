@@ -25,6 +25,8 @@ import traceback
 from collections.abc import Callable, Collection, Container, Iterable, Sequence
 from dataclasses import dataclass, field
 
+from project_history_recall.index import preparing
+from project_history_recall.index.checkpoints import checkpointing_aside
 from project_history_recall.index.entries import Entry, entry_tokens
 from project_history_recall.index.preparing import IndexPhase, Job, Prepared, prepare_all
 from project_history_recall.index.probes import (
@@ -285,13 +287,17 @@ class Indexer:
         with transaction(conn):
             jobs = self._jobs(conn, source_sessions, ordered, known=changes.indexed)
         taking = list(self.phases)
+        # A large build copies its log into the database in a thread (:mod:`.checkpoints`).
+        aside = checkpointing_aside(self.index.path, conn) if len(jobs) >= preparing.PARALLEL_FROM_SESSIONS else None
         # Closed here, not when it is collected: its worker processes end with the last batch.
-        with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared:
+        with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared, \
+                aside or contextlib.nullcontext(lambda: None) as committed:
             for start in range(0, len(jobs), BATCH_SESSIONS):
                 batch = list(itertools.islice(prepared, BATCH_SESSIONS))
                 with transaction(conn):
                     self._write_sessions(conn, source_sessions, batch, report, None, total=len(batch),
                                          known=changes.indexed)
+                committed()
                 taking = self._hand_batch(conn, taking, batch, report)
                 if progress:
                     progress(start + len(batch), len(jobs))

@@ -214,6 +214,11 @@ class TranscriptSource:
             conn = self._in_memory()
         try:
             self._update(conn, stats)
+            if conn.execute("SELECT 1 FROM file_sessions WHERE source = ? LIMIT 1", (self.name,)).fetchone() is None:
+                # Nothing to read consistently: a snapshot held for the whole refresh would only
+                # keep the index's log from being copied back while the refresh writes it.
+                yield TranscriptReader(conn, self.name)
+                return
             conn.execute("BEGIN")
             try:
                 yield TranscriptReader(conn, self.name)
