@@ -169,13 +169,14 @@ def _balanced(chunks: list[range], workers: list[_Worker],
               here: Callable[[range], list[Prepared]]) -> Iterator[Prepared]:
     """The chunks' sessions, in order. This process prepares the first chunk while the workers
     start; then each worker holds up to :data:`CHUNKS_AHEAD` chunks, handed out in order. The
-    time this process waits for them it spends preparing chunks itself: once it has waited
-    as long as its last chunk took it, it prepares the next chunk nobody holds instead of
-    waiting again. So neither side idles for long, whichever is faster, and a chunk a worker
-    holds is only prepared here when that worker failed."""
+    time this process waits for them it spends preparing chunks itself: when the chunk it
+    needs next has not come within the time its own last chunk took, it prepares the next
+    chunk nobody holds instead of waiting on (a worker takes a fifth of a second to start). So
+    neither side idles for long, whichever is faster, and a chunk a worker holds is only
+    prepared here when that worker failed."""
     started = time.perf_counter()
     ready = {0: here(chunks[0])}
-    took, waited = time.perf_counter() - started, 0.0
+    took = time.perf_counter() - started
     handed_out = 1
     for i in range(len(chunks)):
         while i not in ready:
@@ -184,16 +185,15 @@ def _balanced(chunks: list[range], workers: list[_Worker],
                     worker.send(handed_out, chunks[handed_out])
                     handed_out += 1
             holder = next((w for w in workers if i in w.holding), None)
-            started = time.perf_counter()
             if holder is None:  # its worker failed
                 ready[i] = here(chunks[i])
-            elif waited >= took and handed_out < len(chunks) and not holder.answered():
+            elif handed_out < len(chunks) and not holder.answered(within=took):
+                started = time.perf_counter()
                 ready[handed_out] = here(chunks[handed_out])
                 handed_out += 1
-                took, waited = time.perf_counter() - started, 0.0
+                took = time.perf_counter() - started
             else:
                 ready.update(holder.receive())
-                waited += time.perf_counter() - started
         yield from ready.pop(i)
 
 
@@ -232,9 +232,10 @@ class _Worker:
         else:
             self.holding.append(index)
 
-    def answered(self) -> bool:
+    def answered(self, within: float) -> bool:
+        """Whether the oldest chunk's answer has come, waiting for it up to ``within`` seconds."""
         try:
-            return self.conn.poll()
+            return self.conn.poll(within)
         except OSError:
             return True  # receive() finds out
 

@@ -49,8 +49,12 @@ class ToolCall:
     arguments: str
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SourceMessage:
+    """One message as a source gives it. Read as immutable, but not frozen: a frozen dataclass's
+    ``__init__`` sets each field through ``object.__setattr__``, and that was a sixth of the time
+    of reading Hermes's messages in a full build (frozen 0.9 µs a message, this 0.2)."""
+
     id: int
     role: str
     content: str
