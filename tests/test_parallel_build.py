@@ -190,3 +190,18 @@ def test_a_transcript_source_holds_a_snapshot_of_the_index_only_when_it_has_sess
         other.close()
     h.close()
     assert busy == transcripts
+
+
+class CannotBeRebuiltInWorkers(EditPhase):
+    """The edit phase, but a worker cannot unpickle it."""
+
+    def __setstate__(self, state: dict) -> None:
+        raise RuntimeError("this phase cannot be rebuilt in a worker")
+
+
+def test_what_a_failing_worker_says_goes_to_the_log_not_to_the_hosts_terminal(home, caplog, capfd):
+    recall = home.recall()
+    report = Indexer(recall.index, recall.workspace.source, phases=[CannotBeRebuiltInWorkers()]).refresh()
+    assert report.prepared_in_workers == 0 and report.sessions_updated == SESSIONS
+    assert "this phase cannot be rebuilt in a worker" in caplog.text  # the worker's own traceback
+    assert "cannot be rebuilt" not in capfd.readouterr().err

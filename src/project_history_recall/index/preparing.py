@@ -26,6 +26,7 @@ import socket
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import traceback
@@ -51,6 +52,8 @@ CHUNK_SESSIONS = 50
 #: Chunks handed to each worker ahead of the writer: enough to keep it busy, few enough that
 #: prepared chunks do not pile up in memory when the writer is the slower.
 CHUNKS_AHEAD = 8
+#: Bytes of a failed worker's standard error kept for the log.
+ERRORS_KEPT = 8192
 
 
 class IndexPhase(Protocol):
@@ -208,9 +211,13 @@ class _Worker:
 
         ours, theirs = socket.socketpair()
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in sys.path if p)}
+        # What the worker says on its standard error (a traceback) goes to this process's log when
+        # it fails, not to a terminal the host owns (Hermes's TUI).
+        self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
         self.process = subprocess.Popen(
             [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()})"],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, env=env)
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+            stderr=self.errors, env=env)
         theirs.close()
         self.conn = Connection(ours.detach())
         #: The chunks asked for and not received yet, oldest first.
@@ -249,10 +256,20 @@ class _Worker:
         return {self.holding.popleft(): prepared}
 
     def _failed(self) -> None:
-        logger.warning("a worker process preparing sessions failed; this process prepares its chunks",
-                       exc_info=True)
+        logger.warning("a worker process preparing sessions failed; this process prepares its chunks%s",
+                       self._said(), exc_info=True)
         self.alive = False
         self.holding.clear()
+
+    def _said(self) -> str:
+        """The end of what the worker wrote on its standard error, once it has exited (a worker that
+        failed is on its way out: it has closed its end)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.process.wait(timeout=1)
+        self.errors.seek(0, os.SEEK_END)
+        self.errors.seek(max(0, self.errors.tell() - ERRORS_KEPT))
+        said = self.errors.read().decode("utf-8", "replace").strip()
+        return f"; it said:\n{said}" if said else ""
 
     def close(self) -> None:
         with contextlib.suppress(OSError):
@@ -263,6 +280,7 @@ class _Worker:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        self.errors.close()
 
 
 def serve(fd: int) -> None:
