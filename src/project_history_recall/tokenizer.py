@@ -153,9 +153,9 @@ def index_text(text: str) -> str:
         return ""
     if text.isascii():  # the loop over words in C: a long tool call holds thousands
         return " ".join(map(_word_text, text.translate(_ASCII_BREAKS).split()))
-    # No token spans an ASCII break, so each field between them is tokenized alone: ASCII
-    # fields (code, paths, English beside Chinese) by the fast path, the others cached, as
-    # words are (a third of the time of an M build's tokenizing was here, for a fifth of its text).
+    # No token spans an ASCII break, so each field between them is tokenized alone, and cached
+    # as words are (a third of the time of an M build's tokenizing was here, for a fifth of its
+    # text): an ASCII field (code, a path, English beside Chinese) as a word, the others scanned.
     return " ".join(map(_field_text, _FIELD.findall(text)))
 
 

@@ -256,16 +256,17 @@ class _Worker:
         return {self.holding.popleft(): prepared}
 
     def _failed(self) -> None:
-        logger.warning("a worker process preparing sessions failed; this process prepares its chunks%s",
-                       self._said(), exc_info=True)
+        """Called in the handler of what went wrong: the worker is stopped (one that died has
+        written its traceback before its end of the connection closed) and never asked again."""
         self.alive = False
         self.holding.clear()
+        self.process.kill()
+        self.process.wait()
+        logger.warning("a worker process preparing sessions failed; this process prepares its chunks%s",
+                       self._said(), exc_info=True)
 
     def _said(self) -> str:
-        """The end of what the worker wrote on its standard error, once it has exited (a worker that
-        failed is on its way out: it has closed its end)."""
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            self.process.wait(timeout=1)
+        """The end of what the worker wrote on its standard error."""
         self.errors.seek(0, os.SEEK_END)
         self.errors.seek(max(0, self.errors.tell() - ERRORS_KEPT))
         said = self.errors.read().decode("utf-8", "replace").strip()
