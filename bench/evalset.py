@@ -102,11 +102,23 @@ class BuiltHome:
         return self.root / "state.db"
 
 
+def hermes_history_only(home: Path) -> None:
+    """Give a benchmark's Hermes home the plugin setting that reads Hermes's history alone: by
+    default the plugin also reads this machine's Claude Code and Codex folders (``~/.claude``,
+    ``~/.codex``), which would put the user's own transcripts into a benchmark's index and
+    figures (an empty ``~/.claude/projects`` alone changed how an M build used the log)."""
+    import yaml
+
+    config = {"plugins": {"entries": {"project-history-recall": {"sources": ["hermes"]}}}}
+    (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
 def build_home(evalset: EvalSet, root: Path) -> BuiltHome:
     from hermes_cli import projects_db
     from hermes_state import SessionDB
 
     root.mkdir(parents=True, exist_ok=True)
+    hermes_history_only(root)
     built = BuiltHome(root)
     if evalset.projects:
         with projects_db.connect_closing(root / "projects.db") as conn:

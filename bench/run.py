@@ -44,6 +44,7 @@ from collections import Counter
 from pathlib import Path
 
 from .corpus import DEFAULT_SEED, SIZES, Corpus, SessionPlan, ensure_corpus, plan_sessions, session_messages
+from .evalset import hermes_history_only
 from .machine import describe, machine
 from .stats import best_of_rounds, latency_summary, ms
 from .vocab import LARGE_PROJECT
@@ -65,6 +66,7 @@ def prepare_home(corpus: Corpus, run_dir: Path) -> Path:
     for part in sorted(corpus.hermes_home.iterdir()):
         if part.is_file() and (part.name.startswith("state.db") or part.name.startswith("projects.db")):
             shutil.copy2(part, home / part.name)
+    hermes_history_only(home)
     return home
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -13,7 +14,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import eval_retrieval  # noqa: E402 - needs the repo root on sys.path
-from bench.evalset import EvalSet, EvalSetError  # noqa: E402
+from bench.evalset import EvalSet, EvalSetError, build_home  # noqa: E402
+
+from agent_transcripts import Claude  # noqa: E402
+from project_history_recall.recall import Recall  # noqa: E402
+from project_history_recall.sources import claude_code  # noqa: E402
 
 TINY = ROOT / "bench" / "datasets" / "tiny.json"
 KEYS = {"hit@1", "hit@5", "hit@10", "mrr", "p50_ms", "p95_ms", "n", "by_lang", "by_category"}
@@ -114,3 +119,19 @@ def test_the_message_study_collects_each_positive_querys_candidate_messages(tmp_
     messages = [m for q in record["queries"] for s in q["sessions"] for m in s["messages"]]
     assert messages and {"gold", "kw", "cos", "units"} <= set(messages[0])
     assert any(m["gold"] for m in messages)
+
+
+def test_a_benchmark_home_reads_hermes_alone_not_this_machines_other_agents(tmp_path, monkeypatch):
+    """A Claude Code transcript in the machine's own ``~/.claude`` stays out of a benchmark's index."""
+    monkeypatch.setenv("HOME", str(tmp_path / "user"))
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR", raising=False)
+    Claude(tmp_path / "user" / ".claude", "0b6a1c52-6666-4a5e-9c1e-ffffffffffff", tmp_path).user("the okapi question")
+    assert claude_code.default_root().is_dir()
+    built = build_home(EvalSet.load(TINY), tmp_path / "hermes")
+    recall = Recall(built.root)
+    report = recall.refresh()
+    assert report.sessions_total == len(EvalSet.load(TINY).sessions)
+    conn = sqlite3.connect(recall.index.path)
+    sources = {row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
+    conn.close()
+    assert sources and claude_code.NAME not in sources
