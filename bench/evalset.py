@@ -109,7 +109,9 @@ def hermes_history_only(home: Path) -> None:
     figures (an empty ``~/.claude/projects`` alone changed how an M build used the log)."""
     import yaml
 
-    config = {"plugins": {"entries": {"project-history-recall": {"sources": ["hermes"]}}}}
+    from project_history_recall.settings import PLUGIN_NAME
+
+    config = {"plugins": {"entries": {PLUGIN_NAME: {"sources": ["hermes"]}}}}
     (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
 
 

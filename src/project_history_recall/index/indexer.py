@@ -288,10 +288,10 @@ class Indexer:
             jobs = self._jobs(conn, source_sessions, ordered, known=changes.indexed)
         taking = list(self.phases)
         # A large build copies its log into the database in a thread (:mod:`.checkpoints`).
-        aside = checkpointing_aside(self.index.path, conn) if len(jobs) >= preparing.PARALLEL_FROM_SESSIONS else None
+        large = len(jobs) >= preparing.PARALLEL_FROM_SESSIONS
+        aside = checkpointing_aside(self.index.path, conn) if large else contextlib.nullcontext(lambda: None)
         # Closed here, not when it is collected: its worker processes end with the last batch.
-        with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared, \
-                aside or contextlib.nullcontext(lambda: None) as committed:
+        with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared, aside as committed:
             for start in range(0, len(jobs), BATCH_SESSIONS):
                 batch = list(itertools.islice(prepared, BATCH_SESSIONS))
                 with transaction(conn):
