@@ -7,9 +7,12 @@ log from being copied."""
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import sqlite3
+import subprocess
+import sys
 
 import pytest
 
@@ -118,6 +121,26 @@ def test_a_worker_that_dies_leaves_its_sessions_to_this_process(home, caplog):
     assert report.phases["dies"]["sessions"] == SESSIONS
     rows = index_rows(recall)
     assert len({row[0] for row in rows["edits"]}) == SESSIONS - 1  # every Hermes session's edit
+
+
+def test_a_worker_that_cannot_start_leaves_its_sessions_to_this_process(home, monkeypatch, caplog):
+    started = subprocess.Popen
+
+    def no_worker(args, *rest, **options):
+        if args[:2] == [sys.executable, "-c"]:
+            raise OSError(errno.EAGAIN, "Resource temporarily unavailable")
+        return started(args, *rest, **options)
+
+    monkeypatch.setattr(subprocess, "Popen", no_worker)
+    recall = home.recall()
+    report = recall.refresh()
+    assert "could not start a worker process" in caplog.text
+    assert report.prepared_in_workers == 0 and report.sessions_updated == SESSIONS
+    assert len({row[0] for row in index_rows(recall)["edits"]}) == SESSIONS - 1
+    # its socket and its error file are closed, though the logged traceback keeps its frame
+    opened = len(os.listdir("/proc/self/fd"))
+    assert recall.refresh(force=True).sessions_updated == SESSIONS
+    assert len(os.listdir("/proc/self/fd")) == opened
 
 
 class EditsFailInWorkers(EditPhase):

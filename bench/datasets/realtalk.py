@@ -28,8 +28,10 @@ Mapping:
   ``stable_hash(project, session) % 7 == 0`` are left out of the set. A question whose evidence
   lies only in withheld sessions becomes a negative (``gold_sessions: []``, category
   ``withheld``); one with evidence partly withheld keeps the rest as gold.
-  Also 6 questions per project taken from the next conversation (cyclic) and asked here, category
-  ``other-project``, gold empty;
+  Also 6 questions per project taken from the next conversation (cyclic) that shares neither
+  speaker with this one, and asked here, category ``other-project``, gold empty. (The same people
+  chat in several conversations at once about the same days: a question about a speaker of this
+  conversation is often answered here too, so it is no control.);
 * split (fixed): the 10 conversations sorted by ``stable_hash(name)``; the first 5 are the tune
   split (``realtalk-tune.json``), the other 5 held out (``realtalk-heldout.json``).
 
@@ -109,7 +111,8 @@ def convert_chat(name: str, chat: dict, index: int) -> dict:
         queries.append(query)
     kept_sessions = [s for s in sessions if s["id"] not in withheld] + [asking]
     return {"project": project, "sessions": kept_sessions, "queries": queries, "asking": asking["id"],
-            "dropped": dropped, "withheld": len(withheld), "name": name}
+            "dropped": dropped, "withheld": len(withheld), "name": name,
+            "speakers": {str(who).split()[0].lower() for who in speakers.values() if str(who).strip()}}
 
 
 def convert(source: Path, out: Path) -> dict:
@@ -122,9 +125,10 @@ def convert(source: Path, out: Path) -> dict:
         index = int(re.search(r"Chat_(\d+)_", path).group(1))
         name = Path(path).stem
         chats.append(convert_chat(name, json.loads(snap.read(path)), index))
-    # Negatives from another conversation: its questions asked from this one's asking session.
+    # Negatives from another conversation with other people: its questions asked from this one's asking session.
     for i, chat in enumerate(chats):
-        other = chats[(i + 1) % len(chats)]
+        later = (chats[(i + k) % len(chats)] for k in range(1, len(chats)))
+        other = next(c for c in later if not c["speakers"] & chat["speakers"])
         pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
                       key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
         for q in pool:

@@ -158,7 +158,7 @@ def prepare_all(reader: SourceReader, jobs: Sequence[Job],
         return
     workers: list[_Worker] = []
     try:
-        workers = [_Worker(portable[0], phases, handed) for _ in range(WORKERS)]
+        workers = _started(portable[0], phases, handed)
         chunks = [range(i, min(i + CHUNK_SESSIONS, len(handed))) for i in range(0, len(handed), CHUNK_SESSIONS)]
         prepared = _balanced(chunks, workers, lambda chunk: here([handed[i] for i in chunk]))
         for job in jobs:
@@ -166,6 +166,19 @@ def prepare_all(reader: SourceReader, jobs: Sequence[Job],
     finally:
         for worker in workers:
             worker.close()
+
+
+def _started(source: Source, phases: Sequence[IndexPhase], jobs: Sequence[Job]) -> list[_Worker]:
+    """The :data:`WORKERS` that start; one that cannot (no process or file left to the host) is
+    logged and its work left to this process."""
+    workers = []
+    for _ in range(WORKERS):
+        try:
+            workers.append(_Worker(source, phases, jobs))
+        except (OSError, subprocess.SubprocessError):
+            logger.warning("could not start a worker process preparing sessions; this process prepares them",
+                           exc_info=True)
+    return workers
 
 
 def _balanced(chunks: list[range], workers: list[_Worker],
@@ -214,11 +227,17 @@ class _Worker:
         # What the worker says on its standard error (a traceback) goes to this process's log when
         # it fails, not to a terminal the host owns (Hermes's TUI).
         self.errors = tempfile.TemporaryFile()  # noqa: SIM115 (closed by close())
-        self.process = subprocess.Popen(
-            [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()})"],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=self.errors, env=env)
-        theirs.close()
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-c", f"from {__name__} import serve; serve({theirs.fileno()})"],
+                pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=self.errors, env=env)
+        except BaseException:
+            ours.close()
+            self.errors.close()
+            raise
+        finally:
+            theirs.close()
         self.conn = Connection(ours.detach())
         #: The chunks asked for and not received yet, oldest first.
         self.holding: deque[int] = deque()
