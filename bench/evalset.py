@@ -109,10 +109,11 @@ def hermes_history_only(home: Path) -> None:
     figures (an empty ``~/.claude/projects`` alone changed how an M build used the log)."""
     import yaml
 
+    from project_history_recall.hermes_home import HermesHome
     from project_history_recall.settings import PLUGIN_NAME
 
     config = {"plugins": {"entries": {PLUGIN_NAME: {"sources": ["hermes"]}}}}
-    (home / "config.yaml").write_text(yaml.safe_dump(config), encoding="utf-8")
+    HermesHome(home).config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def build_home(evalset: EvalSet, root: Path) -> BuiltHome:

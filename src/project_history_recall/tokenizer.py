@@ -243,7 +243,7 @@ def plan_query(query: str) -> QueryPlan:
                 if len(content) > 1:
                     add(Unit(run, (tuple(grams),)), False)
             continue
-        tokens = list(_word_tokens(run))
+        tokens = _word_tokens(run)
         if not tokens:
             continue
         whole, parts = tokens[0], tuple(tokens[1:])

@@ -288,8 +288,8 @@ class Indexer:
             jobs = self._jobs(conn, source_sessions, ordered, known=changes.indexed)
         taking = list(self.phases)
         # A large build copies its log into the database in a thread (:mod:`.checkpoints`).
-        large = len(jobs) >= preparing.PARALLEL_FROM_SESSIONS
-        aside = checkpointing_aside(self.index.path, conn) if large else contextlib.nullcontext(lambda: None)
+        aside = (checkpointing_aside(self.index.path, conn) if preparing.large_build(jobs)
+                 else contextlib.nullcontext(lambda: None))
         # Closed here, not when it is collected: its worker processes end with the last batch.
         with contextlib.closing(prepare_all(reader, jobs, self.phases)) as prepared, aside as committed:
             for start in range(0, len(jobs), BATCH_SESSIONS):

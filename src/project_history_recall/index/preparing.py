@@ -56,6 +56,12 @@ CHUNKS_AHEAD = 8
 ERRORS_KEPT = 8192
 
 
+def large_build(jobs: Sequence[object]) -> bool:
+    """Whether a refresh of these jobs is large enough for worker processes and the log's
+    checkpoints beside it (:mod:`.checkpoints`)."""
+    return len(jobs) >= PARALLEL_FROM_SESSIONS
+
+
 class IndexPhase(Protocol):
     """Work derived from what the keyword phase wrote (the edit chain is one), with the same
     consistent read of the source. A phase keeps its own bookkeeping, so an interrupted one
@@ -145,7 +151,7 @@ def prepare_all(reader: SourceReader, jobs: Sequence[Job],
     """Every job's :class:`Prepared`, in order. With :data:`WORKERS` and at least
     :data:`PARALLEL_FROM_SESSIONS` jobs, the sessions the reader can hand out are prepared in
     chunks by worker processes and by this one (:func:`_balanced`); the others here, in turn."""
-    portable = reader.portable() if WORKERS and sys.executable and len(jobs) >= PARALLEL_FROM_SESSIONS else None
+    portable = reader.portable() if WORKERS and sys.executable and large_build(jobs) else None
     ids = set(portable[1]) if portable is not None else set()
     handed = [job for job in jobs if job.session.id in ids]
 
