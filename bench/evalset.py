@@ -99,21 +99,30 @@ class BuiltHome:
 
     @property
     def state_db(self) -> Path:
-        return self.root / "state.db"
+        from project_history_recall.hermes_home import HermesHome
+
+        return HermesHome(self.root).state_db
+
+
+#: The plugin's settings block that reads Hermes's history alone: by default the plugin also
+#: reads this machine's Claude Code and Codex folders (``~/.claude``, ``~/.codex``), which would
+#: put the user's own transcripts into a benchmark's index and figures (an empty
+#: ``~/.claude/projects`` alone changed how an M build used the log).
+HERMES_HISTORY_ONLY = {"sources": ["hermes"]}
 
 
 def hermes_history_only(home: Path) -> None:
-    """Give a benchmark's Hermes home the plugin setting that reads Hermes's history alone: by
-    default the plugin also reads this machine's Claude Code and Codex folders (``~/.claude``,
-    ``~/.codex``), which would put the user's own transcripts into a benchmark's index and
-    figures (an empty ``~/.claude/projects`` alone changed how an M build used the log)."""
+    """Give a benchmark's Hermes home :data:`HERMES_HISTORY_ONLY`, kept beside whatever else its
+    ``config.yaml`` already says."""
     import yaml
 
     from project_history_recall.hermes_home import HermesHome
     from project_history_recall.settings import PLUGIN_NAME
 
-    config = {"plugins": {"entries": {PLUGIN_NAME: {"sources": ["hermes"]}}}}
-    HermesHome(home).config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    hermes_home = HermesHome(home)
+    config = hermes_home.load_config()
+    config.setdefault("plugins", {}).setdefault("entries", {}).setdefault(PLUGIN_NAME, {}).update(HERMES_HISTORY_ONLY)
+    hermes_home.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
 
 
 def build_home(evalset: EvalSet, root: Path) -> BuiltHome:

@@ -70,9 +70,10 @@ def _collect_group(evalsets: list, model: str, out_dir: Path) -> list[Path]:
     from project_history_recall.tokenizer import index_tokens, matched_units, plan_query
 
     from .eval_retrieval import no_git
-    from .evalset import build_home
+    from .evalset import HERMES_HISTORY_ONLY, build_home
 
-    settings = Settings.from_config({"plugins": {"entries": {PLUGIN_NAME: {"embedding": {"model": model}}}}})
+    settings = Settings.from_config({"plugins": {"entries": {PLUGIN_NAME: {"embedding": {"model": model},
+                                                                           **HERMES_HISTORY_ONLY}}}})
     if settings.embedding_error:
         raise SystemExit(f"model {model!r}: {settings.embedding_error}")
     first = evalsets[0]

@@ -28,7 +28,7 @@ import numpy as np
 
 from bench.corpus import DEFAULT_SEED, SIZES, default_root, ensure_corpus
 from bench.machine import describe, machine
-from bench.run import _dbstat, _sum
+from bench.run import _dbstat, _sum, prepare_home
 from project_history_recall.embeddings import make_provider
 from project_history_recall.embeddings.base import EmbeddingSettings, make_fingerprint
 from project_history_recall.index.vectors import BATCH_MESSAGES, Embedder
@@ -81,7 +81,8 @@ def main() -> None:
     args = parser.parse_args()
     size = SIZES[args.size]
     corpus = ensure_corpus(default_root(size), args.seed, size)
-    recall = Recall(corpus.hermes_home)
+    out_dir = Path(__file__).resolve().parent / "out"
+    recall = Recall(prepare_home(corpus, out_dir / f"vector-size-{size.name}"))
     recall.refresh()
     conn = recall.index.connect()
     try:
@@ -113,8 +114,7 @@ def main() -> None:
                "model_sample_chunks": len(stand_in.sample), "model_seconds_scaled": round(model_seconds, 1),
                "full_semantic_index_seconds": round(seconds + model_seconds, 1), "machine": describe(machine())}
     print(json.dumps(figures, indent=1))
-    out = Path(__file__).resolve().parent / "out" / f"vector-size-{size.name}.json"
-    out.parent.mkdir(exist_ok=True)
+    out = out_dir / f"vector-size-{size.name}.json"
     out.write_text(json.dumps(figures, indent=1), encoding="utf-8")
 
 

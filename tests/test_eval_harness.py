@@ -8,16 +8,19 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench import eval_retrieval  # noqa: E402 - needs the repo root on sys.path
-from bench.evalset import EvalSet, EvalSetError, build_home  # noqa: E402
+from bench.evalset import EvalSet, EvalSetError, build_home, hermes_history_only  # noqa: E402
 
 from agent_transcripts import Claude  # noqa: E402
+from project_history_recall.hermes_home import HermesHome  # noqa: E402
 from project_history_recall.recall import Recall  # noqa: E402
+from project_history_recall.settings import PLUGIN_NAME  # noqa: E402
 from project_history_recall.sources import claude_code  # noqa: E402
 
 TINY = ROOT / "bench" / "datasets" / "tiny.json"
@@ -135,3 +138,18 @@ def test_a_benchmark_home_reads_hermes_alone_not_this_machines_other_agents(tmp_
     sources = {row[0] for row in conn.execute("SELECT DISTINCT source FROM sessions")}
     conn.close()
     assert sources and claude_code.NAME not in sources
+
+
+def test_reading_hermes_alone_keeps_what_a_benchmark_home_already_configured(tmp_path):
+    """``hermes_history_only`` adds its ``sources`` beside a home's own settings (a provider,
+    Hermes's own keys) instead of writing over them."""
+    home = tmp_path / "hermes"
+    home.mkdir()
+    config = {"model": {"default": "scripted"},
+              "plugins": {"entries": {PLUGIN_NAME: {"embedding": {"model": "e5-small"}}}}}
+    HermesHome(home).config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    hermes_history_only(home)
+    settings = HermesHome(home).settings()
+    assert settings.sources == ("hermes",)
+    assert settings.embedding.model == "e5-small"
+    assert HermesHome(home).load_config()["model"] == {"default": "scripted"}

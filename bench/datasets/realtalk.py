@@ -128,7 +128,10 @@ def convert(source: Path, out: Path) -> dict:
     # Negatives from another conversation with other people: its questions asked from this one's asking session.
     for i, chat in enumerate(chats):
         later = (chats[(i + k) % len(chats)] for k in range(1, len(chats)))
-        other = next(c for c in later if not c["speakers"] & chat["speakers"])
+        other = next((c for c in later if not c["speakers"] & chat["speakers"]), None)
+        if other is None:
+            raise SystemExit(f"{chat['name']}: no other conversation without its speakers "
+                             f"{sorted(chat['speakers'])}: cannot pick its other-project controls")
         pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
                       key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
         for q in pool:
