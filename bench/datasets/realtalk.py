@@ -28,10 +28,12 @@ Mapping:
   ``stable_hash(project, session) % 7 == 0`` are left out of the set. A question whose evidence
   lies only in withheld sessions becomes a negative (``gold_sessions: []``, category
   ``withheld``); one with evidence partly withheld keeps the rest as gold.
-  Also 6 questions per project taken from the next conversation (cyclic) that shares neither
-  speaker with this one, and asked here, category ``other-project``, gold empty. (The same people
-  chat in several conversations at once about the same days: a question about a speaker of this
-  conversation is often answered here too, so it is no control.);
+  Also 6 questions per project taken from the next conversation of the same split (cyclic, in
+  conversation order) that shares neither speaker with this one, and asked here, category
+  ``other-project``, gold empty. (The same people chat in several conversations at once about the
+  same days: a question about a speaker of this conversation is often answered here too, so it is
+  no control. And a held-out conversation's question asked in a tune project would be held-out
+  data used in tuning.);
 * split (fixed): the 10 conversations sorted by ``stable_hash(name)``; the first 5 are the tune
   split (``realtalk-tune.json``), the other 5 held out (``realtalk-heldout.json``).
 
@@ -115,6 +117,23 @@ def convert_chat(name: str, chat: dict, index: int) -> dict:
             "speakers": {str(who).split()[0].lower() for who in speakers.values() if str(who).strip()}}
 
 
+def add_other_project_controls(chats: list[dict]) -> None:
+    """Negatives from another conversation of ``chats`` with other people: its questions, asked from
+    this one's asking session."""
+    for i, chat in enumerate(chats):
+        later = (chats[(i + k) % len(chats)] for k in range(1, len(chats)))
+        other = next((c for c in later if not c["speakers"] & chat["speakers"]), None)
+        if other is None:
+            raise SystemExit(f"{chat['name']}: no other conversation of its split without its speakers "
+                             f"{sorted(chat['speakers'])}: cannot pick its other-project controls")
+        pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
+                      key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
+        for q in pool:
+            chat["queries"].append({"id": f"{q['id']}-asked-in-{chat['name']}", "query": q["query"],
+                                    "current_session": chat["asking"], "gold_sessions": [], "lang": "en",
+                                    "category": "other-project"})
+
+
 def convert(source: Path, out: Path) -> dict:
     snap = Snapshot(source)
     files = [p for p in snap.list("data") if re.fullmatch(r"data/Chat_\d+_[^/]+\.json", p)]
@@ -125,25 +144,16 @@ def convert(source: Path, out: Path) -> dict:
         index = int(re.search(r"Chat_(\d+)_", path).group(1))
         name = Path(path).stem
         chats.append(convert_chat(name, json.loads(snap.read(path)), index))
-    # Negatives from another conversation with other people: its questions asked from this one's asking session.
-    for i, chat in enumerate(chats):
-        later = (chats[(i + k) % len(chats)] for k in range(1, len(chats)))
-        other = next((c for c in later if not c["speakers"] & chat["speakers"]), None)
-        if other is None:
-            raise SystemExit(f"{chat['name']}: no other conversation without its speakers "
-                             f"{sorted(chat['speakers'])}: cannot pick its other-project controls")
-        pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
-                      key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
-        for q in pool:
-            chat["queries"].append({"id": f"{q['id']}-asked-in-{chat['name']}", "query": q["query"],
-                                    "current_session": chat["asking"], "gold_sessions": [], "lang": "en",
-                                    "category": "other-project"})
     order = sorted(chats, key=lambda c: stable_hash("realtalk-split", c["name"]))
     half = len(order) // 2
+    splits = (("tune", order[:half]), ("heldout", order[half:]))
+    for _, part in splits:
+        members = {c["name"] for c in part}
+        add_other_project_controls([c for c in chats if c["name"] in members])
     report = {"source": str(source), "commit": snap.head(),
               "dropped_questions": sum(c["dropped"] for c in chats),
               "withheld_sessions": sum(c["withheld"] for c in chats)}
-    for split, part in (("tune", order[:half]), ("heldout", order[half:])):
+    for split, part in splits:
         report[split] = write_set(out / f"realtalk-{split}.json", f"realtalk-{split}",
                                   [c["project"] for c in part], [s for c in part for s in c["sessions"]],
                                   [q for c in part for q in c["queries"]])
