@@ -33,7 +33,10 @@ Mapping:
   ``other-project``, gold empty. (The same people chat in several conversations at once about the
   same days: a question about a speaker of this conversation is often answered here too, so it is
   no control. And a held-out conversation's question asked in a tune project would be held-out
-  data used in tuning.);
+  data used in tuning.) Held-out projects also get 6 questions from the next tune conversation
+  whose speakers are in no held-out conversation, category ``nowhere``: people and a topic no
+  project of the held-out home talks about (the tune split has no such kind: only held-out
+  questions could supply it);
 * split (fixed): the 10 conversations sorted by ``stable_hash(name)``; the first 5 are the tune
   split (``realtalk-tune.json``), the other 5 held out (``realtalk-heldout.json``).
 
@@ -113,25 +116,25 @@ def convert_chat(name: str, chat: dict, index: int) -> dict:
         queries.append(query)
     kept_sessions = [s for s in sessions if s["id"] not in withheld] + [asking]
     return {"project": project, "sessions": kept_sessions, "queries": queries, "asking": asking["id"],
-            "dropped": dropped, "withheld": len(withheld), "name": name,
+            "dropped": dropped, "withheld": len(withheld), "name": name, "index": index,
             "speakers": {str(who).split()[0].lower() for who in speakers.values() if str(who).strip()}}
 
 
-def add_other_project_controls(chats: list[dict]) -> None:
-    """Negatives from another conversation of ``chats`` with other people: its questions, asked from
-    this one's asking session."""
-    for i, chat in enumerate(chats):
-        later = (chats[(i + k) % len(chats)] for k in range(1, len(chats)))
+def add_foreign_controls(askers: list[dict], sources: list[dict], category: str) -> None:
+    """Negatives for each conversation of ``askers``: questions of the next conversation of
+    ``sources`` (cyclic, in conversation order) with other people, asked from its asking session."""
+    for chat in askers:
+        later = sorted((c for c in sources if c is not chat), key=lambda c: (c["index"] < chat["index"], c["index"]))
         other = next((c for c in later if not c["speakers"] & chat["speakers"]), None)
         if other is None:
-            raise SystemExit(f"{chat['name']}: no other conversation of its split without its speakers "
-                             f"{sorted(chat['speakers'])}: cannot pick its other-project controls")
+            raise SystemExit(f"{chat['name']}: no conversation without its speakers {sorted(chat['speakers'])}: "
+                             f"cannot pick its {category} controls")
         pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
                       key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
         for q in pool:
             chat["queries"].append({"id": f"{q['id']}-asked-in-{chat['name']}", "query": q["query"],
                                     "current_session": chat["asking"], "gold_sessions": [], "lang": "en",
-                                    "category": "other-project"})
+                                    "category": category})
 
 
 def convert(source: Path, out: Path) -> dict:
@@ -147,9 +150,11 @@ def convert(source: Path, out: Path) -> dict:
     order = sorted(chats, key=lambda c: stable_hash("realtalk-split", c["name"]))
     half = len(order) // 2
     splits = (("tune", order[:half]), ("heldout", order[half:]))
-    for _, part in splits:
-        members = {c["name"] for c in part}
-        add_other_project_controls([c for c in chats if c["name"] in members])
+    tune, heldout = (sorted(part, key=lambda c: c["index"]) for _, part in splits)
+    for part in (tune, heldout):
+        add_foreign_controls(part, part, "other-project")
+    strangers = [c for c in tune if not c["speakers"] & set().union(*(h["speakers"] for h in heldout))]
+    add_foreign_controls(heldout, strangers, "nowhere")
     report = {"source": str(source), "commit": snap.head(),
               "dropped_questions": sum(c["dropped"] for c in chats),
               "withheld_sessions": sum(c["withheld"] for c in chats)}
