@@ -153,7 +153,8 @@ def convert(source: Path, out: Path) -> dict:
     tune, heldout = (sorted(part, key=lambda c: c["index"]) for _, part in splits)
     for part in (tune, heldout):
         add_foreign_controls(part, part, "other-project")
-    strangers = [c for c in tune if not c["speakers"] & set().union(*(h["speakers"] for h in heldout))]
+    heldout_speakers = set().union(*(h["speakers"] for h in heldout))
+    strangers = [c for c in tune if not c["speakers"] & heldout_speakers]
     add_foreign_controls(heldout, strangers, "nowhere")
     report = {"source": str(source), "commit": snap.head(),
               "dropped_questions": sum(c["dropped"] for c in chats),
