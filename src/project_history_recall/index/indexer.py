@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 
 from project_history_recall.index import preparing
 from project_history_recall.index.checkpoints import checkpointing_aside
-from project_history_recall.index.entries import Entry, entry_tokens
 from project_history_recall.index.preparing import IndexPhase, Job, Prepared, prepare_all
 from project_history_recall.index.probes import (
     Probe,
@@ -37,6 +36,14 @@ from project_history_recall.index.probes import (
     probe_markers,
     probed_ahead,
     reprobe,
+)
+from project_history_recall.index.session_rows import (
+    attribution_of,
+    delete_session,
+    insert_entries,
+    replace_entries,
+    update_session_meta,
+    upsert_session,
 )
 from project_history_recall.index.store import (
     GENERATION,
@@ -278,9 +285,11 @@ class Indexer:
 
         with transaction(conn):
             for sid in removed:
-                self._delete_session(conn, sid)
+                delete_session(conn, sid)
             for sid in meta_dirty:
-                self._update_meta(conn, source_sessions[sid])
+                session = source_sessions[sid]
+                git = self._effective_git(conn, session.cwd, session.git_repo_root, session.git_branch)
+                update_session_meta(conn, session, git)
         report.sessions_removed = len(removed)
         report.sessions_updated = len(meta_dirty)
         ordered = sorted(content_dirty, key=lambda sid: source_sessions[sid].started_at)
@@ -377,122 +386,20 @@ class Indexer:
             written: Sequence[tuple] = session.entries
             tokens = session.tokens
             if sid in known:
-                written, tokens = self._replace_entries(conn, sid, written), None
-            self._insert_entries(conn, sid, written, tokens)
+                written, tokens = replace_entries(conn, sid, written), None
+            insert_entries(conn, sid, written, tokens)
             report.entries_written += len(written)
-            before = _attribution_of(conn, sid) if sid in known else None
-            self._upsert_session(conn, sessions[sid], session)
+            before = attribution_of(conn, sid) if sid in known else None
+            upsert_session(conn, sessions[sid], session)
             if before is None:
                 sessions_came = True
-            elif before != _attribution_of(conn, sid):
+            elif before != attribution_of(conn, sid):
                 attribution_changed = True
             report.sessions_updated += 1
             if progress and (done % 50 == 0 or done == total):
                 progress(done, total)
         if attribution_changed or sessions_came:
             scope_changed(conn, only_added=not attribution_changed)
-
-    def _insert_entries(self, conn: sqlite3.Connection, sid: str, entries: Sequence[tuple],
-                        tokens: list[str] | None = None) -> None:
-        """Two ``executemany`` per session instead of two statements per entry. The ids are
-        the ones SQLite would pick (one past the largest), given here so that the FTS rows
-        can take them without a round trip per entry. ``entries`` have :class:`Entry`'s fields
-        (:attr:`Prepared.entries`); ``tokens``: each entry's, when made ahead."""
-        if not entries:
-            return
-        first = conn.execute("SELECT COALESCE(MAX(id), 0) + 1 FROM entries").fetchone()[0]
-        conn.executemany(
-            "INSERT INTO entries(id, session_id, message_id, position, kind, role, tool_name, timestamp, "
-            "text, context) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            [(first + i, sid, *e) for i, e in enumerate(entries)],
-        )
-        if tokens is None:
-            tokens = [entry_tokens(kind, text) for _, _, kind, _, _, _, text, _ in entries]
-        conn.executemany("INSERT INTO entries_fts(rowid, tokens) VALUES (?, ?)",
-                         [(first + i, t) for i, t in enumerate(tokens)])
-
-    def _replace_entries(self, conn: sqlite3.Connection, sid: str, entries: Sequence[tuple]) -> list[tuple]:
-        """Delete the session's entries that are not among ``entries`` and return those of
-        ``entries`` still to insert. A turn appends a message or two to a session: rewriting
-        all of it (each old entry tokenized again for the contentless FTS ``delete``, each
-        new one for its insert) was 45 ms a turn in a real 291-message session."""
-        wanted: dict[tuple, int] = {}
-        for entry in entries:
-            wanted[entry] = wanted.get(entry, 0) + 1
-        gone = []
-        for row in conn.execute("SELECT id, message_id, position, kind, role, tool_name, timestamp, text, context "
-                                "FROM entries WHERE session_id = ?", (sid,)):
-            old = tuple(row)[1:]
-            if wanted.get(old):
-                wanted[old] -= 1
-            else:
-                gone.append(row)
-        self._forget_entries(conn, gone)
-        new = []
-        for entry in entries:
-            if wanted.get(entry):
-                wanted[entry] -= 1
-                new.append(entry)
-        return new
-
-    def _delete_entries(self, conn: sqlite3.Connection, sid: str, kinds: tuple[str, ...] | None = None) -> None:
-        sql = "SELECT id, kind, text FROM entries WHERE session_id = ?"
-        params: list[object] = [sid]
-        if kinds:
-            sql += f" AND kind IN ({','.join('?' * len(kinds))})"
-            params.extend(kinds)
-        self._forget_entries(conn, conn.execute(sql, params).fetchall())
-
-    @staticmethod
-    def _forget_entries(conn: sqlite3.Connection, rows: list[sqlite3.Row]) -> None:
-        """Delete entry ``rows`` (with their ``id``, ``kind`` and ``text``) and their FTS rows."""
-        for row in rows:
-            # Contentless FTS5 forgets a row only when told its exact tokens again.
-            conn.execute("INSERT INTO entries_fts(entries_fts, rowid, tokens) VALUES ('delete', ?, ?)",
-                         (row["id"], entry_tokens(row["kind"], row["text"])))
-        if rows:
-            conn.execute(f"DELETE FROM entries WHERE id IN ({','.join('?' * len(rows))})",
-                         [r["id"] for r in rows])
-
-    def _delete_session(self, conn: sqlite3.Connection, sid: str) -> None:
-        """A session gone from the source (deleted, forgotten, excluded): its vectors too."""
-        self._delete_entries(conn, sid)
-        conn.execute("DELETE FROM sessions WHERE id = ?", (sid,))
-        bump(conn, REMOVALS)
-        scope_changed(conn)
-        chunks_deleted(conn, conn.execute("DELETE FROM chunks WHERE session_id = ?", (sid,)).rowcount)
-
-    def _update_meta(self, conn: sqlite3.Connection, session: SourceSession) -> None:
-        scope_changed(conn)  # what attributes it may have changed (a move, an archive)
-        old = conn.execute("SELECT title FROM sessions WHERE id = ?", (session.id,)).fetchone()
-        if old is not None and old["title"] != session.title:
-            self._delete_entries(conn, session.id, ("title",))
-            if session.title:
-                self._insert_entries(conn, session.id, [
-                    Entry(None, -1, "title", "title", None, session.started_at, session.title[:500])])
-        repo_root, branch = self._effective_git(conn, session.cwd, session.git_repo_root, session.git_branch)
-        conn.execute(
-            "UPDATE sessions SET source=?, parent_session_id=?, ended_at=?, end_reason=?, cwd=?, git_branch=?, "
-            "git_repo_root=?, repo_root=?, branch=?, title=?, archived=?, hidden=?, signature=?, indexed_at=? "
-            "WHERE id=?",
-            (session.source, session.parent_session_id, session.ended_at, session.end_reason, session.cwd,
-             session.git_branch, session.git_repo_root, repo_root, branch, session.title,
-             int(session.archived), int(session.hidden), session.signature, time.time(), session.id),
-        )
-
-    def _upsert_session(self, conn: sqlite3.Connection, session: SourceSession, prepared: Prepared) -> None:
-        repo_root, branch = prepared.git
-        conn.execute(
-            "INSERT OR REPLACE INTO sessions(id, source, parent_session_id, started_at, ended_at, end_reason, "
-            "cwd, git_branch, git_repo_root, repo_root, branch, title, archived, hidden, message_count, "
-            "entry_count, last_active, signature, content_signature, indexed_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (session.id, session.source, session.parent_session_id, session.started_at, session.ended_at,
-             session.end_reason, session.cwd, session.git_branch, session.git_repo_root, repo_root, branch,
-             session.title, int(session.archived), int(session.hidden), prepared.message_count,
-             len(prepared.entries), prepared.last_active, session.signature, session.content_signature,
-             time.time()),
-        )
 
     def _reattribute_moved_folders(self, conn: sqlite3.Connection) -> int:
         """Probe again the folders that changed shape since they were probed, and give their
@@ -544,13 +451,6 @@ def _count_phase(report: RefreshReport, name: str, sessions: int, seconds: float
     figures = report.phases.setdefault(name, {"sessions": 0, "seconds": 0.0})
     figures["sessions"] += sessions
     figures["seconds"] = round(figures["seconds"] + seconds, 4)
-
-
-def _attribution_of(conn: sqlite3.Connection, sid: str) -> tuple | None:
-    """What the scope of a session is computed from (:mod:`..search.scope` reads the same)."""
-    row = conn.execute("SELECT cwd, repo_root, branch, archived, hidden, started_at FROM sessions WHERE id = ?",
-                       (sid,)).fetchone()
-    return tuple(row) if row is not None else None
 
 
 def _nearest_existing(path: str) -> str | None:
