@@ -121,8 +121,16 @@ def hermes_history_only(home: Path) -> None:
 
     hermes_home = HermesHome(home)
     config = hermes_home.load_config()
-    config.setdefault("plugins", {}).setdefault("entries", {}).setdefault(PLUGIN_NAME, {}).update(HERMES_HISTORY_ONLY)
+    _mapping_at(_mapping_at(_mapping_at(config, "plugins"), "entries"), PLUGIN_NAME).update(HERMES_HISTORY_ONLY)
     hermes_home.config_path.write_text(yaml.safe_dump(config), encoding="utf-8")
+
+
+def _mapping_at(parent: dict, key: str) -> dict:
+    """``parent[key]``, made an empty mapping first when it is missing or not one (a
+    hand-written ``plugins:`` with nothing under it is ``None``)."""
+    if not isinstance(parent.get(key), dict):
+        parent[key] = {}
+    return parent[key]
 
 
 def build_home(evalset: EvalSet, root: Path) -> BuiltHome:

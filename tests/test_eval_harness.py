@@ -153,3 +153,14 @@ def test_reading_hermes_alone_keeps_what_a_benchmark_home_already_configured(tmp
     assert settings.sources == ("hermes",)
     assert settings.embedding.model == "e5-small"
     assert HermesHome(home).load_config()["model"] == {"default": "scripted"}
+
+
+@pytest.mark.parametrize("plugins", ["plugins:\n", "plugins:\n  entries:\n", "plugins: []\n"])
+def test_reading_hermes_alone_takes_a_home_whose_plugins_section_is_empty(tmp_path, plugins):
+    """A hand-written ``plugins:`` with nothing (or a list) under it is not a mapping to add to."""
+    home = tmp_path / "hermes"
+    home.mkdir()
+    HermesHome(home).config_path.write_text("model: scripted\n" + plugins, encoding="utf-8")
+    hermes_history_only(home)
+    assert HermesHome(home).settings().sources == ("hermes",)
+    assert HermesHome(home).load_config()["model"] == "scripted"
