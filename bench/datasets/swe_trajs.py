@@ -31,7 +31,9 @@ Mapping:
   repository, similar topics, but the session that worked on it is not there); plus 4 titles
   per project from another repository (``other-project``);
 * split (fixed): by query, ``stable_hash("swe-split", query id) % 2`` → tune (0) / held-out (1);
-  both files carry every session (the same corpus), each its own half of the queries.
+  both files carry every session (the same corpus), each its own half of the queries. An
+  ``other-project`` control goes where the title it asks goes, so that no question of one split
+  is a control of the other (the confidence tables are fitted on tune's controls).
   ``--max-per-project N`` keeps the N lowest-hash trajectories per project (a CI-sized set).
 
 Command (deterministic)::
@@ -187,17 +189,20 @@ def convert(source: Path, out: Path, max_per_project: int | None, name: str) -> 
             del s["_task"], s["_instance"]
         sessions += [*kept, asking]
     repos = sorted(per_project_queries)
+    split_of: dict[str, str] = {}  # a control's id → the id of the query whose split it takes
     for i, repo in enumerate(repos):
         asking_id, queries = per_project_queries[repo]
         other = repos[(i + 1) % len(repos)]
         pool = sorted(negatives_pool[other], key=lambda q: stable_hash("other", repo, q["id"]))
         for q in pool[:OTHER_PROJECT_QUERIES]:
-            queries.append({"id": f"{q['id']}-asked-in-{repo}", "query": q["query"], "current_session": asking_id,
-                            "gold_sessions": [], "lang": "en", "category": "other-project"})
+            control = {"id": f"{q['id']}-asked-in-{repo}", "query": q["query"], "current_session": asking_id,
+                       "gold_sessions": [], "lang": "en", "category": "other-project"}
+            queries.append(control)
+            split_of[control["id"]] = q["id"]
     all_queries = [q for repo in repos for q in per_project_queries[repo][1]]
     report = {"source": str(source), "commit": snap.head(), "trajectories": len(paths)}
     for split, bit in (("tune", 0), ("heldout", 1)):
-        chosen = [q for q in all_queries if stable_hash("swe-split", q["id"]) % 2 == bit]
+        chosen = [q for q in all_queries if stable_hash("swe-split", split_of.get(q["id"], q["id"])) % 2 == bit]
         report[split] = write_set(out / f"{name}-{split}.json", f"{name}-{split}", projects, sessions, chosen)
     return report
 

@@ -17,10 +17,10 @@ with the ``use-multilingual`` model, by::
     python -m bench.fit_confidence bench/out/real/realtalk-tune.json bench/out/real/swe-small-tune.json
 
 which printed this table (its ``TABLES`` say which features and rows each table has, chosen
-on the tune sets). These were printed on 2026-12-07 when REALTALK's other-project controls still
-came from either split; since the converter takes them from the same split, the same command
-prints tables that flag fewer tune negatives or lose the unknown-topic case of
-``tests/test_confidence.py``, so these are kept (``docs/benchmarks.md``, "Stop 38").
+on the tune sets). These were printed on 2026-12-07 when the other-project controls of REALTALK
+and of the SWE sets still came from either split; since the converters take them from the same
+split, the same command prints tables that flag fewer tune negatives or lose the unknown-topic
+case of ``tests/test_confidence.py``, so these are kept (``docs/benchmarks.md``, "Stop 38", "Stop 39").
 
 The hybrid and keyword tables weigh their signals by what tells a negative control's first
 result (a question whose session is not in scope) from a right first result, then are scaled
