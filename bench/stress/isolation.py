@@ -6,7 +6,8 @@ built (which folders are repos, which are worktrees of which repo, where each sy
 points, which folders were deleted, which projects hold which folders) — never by
 calling the plugin's resolver or Hermes's git probe. The rule it applies is the
 documented one (``docs/architecture.md``, ``attribution.py``): the Hermes project with
-the deepest folder that holds the session's cwd or its repo root; else the repo (a
+the deepest folder that holds the session's cwd or its repo root, the cwd's at equal
+depth; else the repo (a
 linked worktree folds into its main repo); else the cwd itself; Home for no cwd or a
 junk root.
 """
@@ -102,16 +103,18 @@ def expected_root(layout: Layout, spec: SessionSpec) -> str | None:
             return None  # an existing folder outside the layout (above the root): no repo
 
 
+def _deepest_project(layout: Layout, key: str) -> tuple[int, str, str] | None:
+    """(depth, id, name) of the project with the deepest folder that is ``key`` or holds it."""
+    found = [(_depth(_key(folder)), pid, name) for pid, name, folders in layout.projects
+             for folder in folders if _under(key, _key(folder))]
+    return max(found, default=None)
+
+
 def expected_identity(layout: Layout, spec: SessionSpec) -> dict[str, Any]:
     cwd_key, root_key = _key(spec.cwd), _key(expected_root(layout, spec))
-    best = None
-    for pid, name, folders in layout.projects:
-        for folder in folders:
-            fk = _key(folder)
-            if _under(cwd_key, fk) or _under(root_key, fk):
-                rank = (-_depth(fk), -len(fk), pid)
-                if best is None or rank < best[0]:
-                    best = (rank, pid, name)
+    by_cwd, by_root = _deepest_project(layout, cwd_key), _deepest_project(layout, root_key)
+    # At equal depth the cwd's project wins (a symlink from one project's folder into another's repo).
+    best = by_root if by_root is not None and (by_cwd is None or by_root[0] > by_cwd[0]) else by_cwd
     if best is not None:
         return {"kind": "explicit", "id": best[1], "name": best[2]}
     if root_key and root_key not in layout.junk:
