@@ -133,3 +133,16 @@ def test_replies_stay_json_even_for_a_megabyte_query(w):
                               stats)
     assert reply["success"] is True
     assert json.dumps(reply)
+
+
+def test_the_fuzzer_without_atheris_runs_its_whole_budget(tmp_path):
+    """The fallback engine (CI has no atheris) once stopped at its first input: decoding a byte
+    that is not UTF-8 raised before any check ran, and the stress run reported 1 input."""
+    import subprocess
+
+    out = tmp_path / "fuzz.json"
+    proc = subprocess.run([sys.executable, "-m", "bench.stress.fuzz_tokenizer", "--seconds", "1", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    stats = json.loads(out.read_text())
+    assert stats["inputs"] > 100 and stats["crashes"] == 0 and stats["fts_syntax_errors"] == 0, stats

@@ -89,7 +89,9 @@ def _texts(data: bytes) -> tuple[str, str]:
         first = fdp.ConsumeUnicode(size) if mode == 0 else fdp.ConsumeUnicodeNoSurrogates(size)
         second = fdp.ConsumeUnicodeNoSurrogates(fdp.remaining_bytes()) if mode == 3 else first
         return first, second
-    text = data.decode("utf-8", "surrogatepass" if data[:1] == b"\x00" else "replace")
+    # surrogateescape turns each byte that is not UTF-8 into a lone surrogate (and never raises,
+    # unlike surrogatepass, which stopped the whole run at its first invalid byte)
+    text = data.decode("utf-8", "surrogateescape" if data[:1] == b"\x00" else "replace")
     return text, text
 
 
