@@ -19,6 +19,17 @@ def test_missing_state_db(tmp_path):
     assert reply["error"].startswith("session database not found")
 
 
+def test_missing_state_db_beside_another_agents_history(tmp_path, monkeypatch):
+    """A Claude Code folder on the machine makes the history readable without Hermes's database;
+    Hermes's own session still cannot be placed, and the answer says why (it once searched Home
+    and answered "no working directory recorded")."""
+    (tmp_path / "hermes").mkdir()
+    (tmp_path / "claude" / "projects").mkdir(parents=True)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude"))
+    reply = dispatch("project_history_search", {"query": "anything"}, session_id="s1")
+    assert reply["success"] is False and reply["code"] == "no_db"
+
+
 def test_missing_projects_db_degrades_to_auto_repos(tmp_path):
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")

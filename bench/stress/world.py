@@ -15,6 +15,7 @@ from typing import Any
 import yaml
 
 from bench import corpus as bc
+from bench.evalset import HERMES_HISTORY_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = "project-history-recall"
@@ -45,8 +46,10 @@ def python() -> str:
 
 
 def write_config(home: Path, *, embedding: dict[str, Any] | None = None, **block: Any) -> None:
-    """``config.yaml`` with the plugin's block: embedding off unless given, no update check."""
-    entry: dict[str, Any] = {"update_check": False, **block}
+    """``config.yaml`` with the plugin's block: embedding off unless given, no update check, and
+    Hermes's history alone (not this machine's ``~/.claude`` or ``~/.codex``: an empty
+    ``~/.claude/projects`` once turned the missing-state.db case into a Home answer)."""
+    entry: dict[str, Any] = {"update_check": False, **HERMES_HISTORY_ONLY, **block}
     entry["embedding"] = embedding if embedding is not None else {"enabled": False}
     data = {"plugins": {"entries": {PLUGIN: entry}}}
     home.mkdir(parents=True, exist_ok=True)

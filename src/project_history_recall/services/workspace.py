@@ -109,6 +109,10 @@ class Workspace:
         if row is not None:
             cwd, root = row["cwd"], row["repo_root"]
         else:
+            if session_id and not self.hermes.exists() and not self._in_sources(session_id):
+                # Hermes's session that nothing knows, its database gone: placing it in Home
+                # would answer "no working directory recorded" for a missing state.db.
+                raise no_db(self.home.state_db)
             root = None
             if session_id and conn is None:
                 cwd, root = self._hermes_row(session_id, cwd)
@@ -129,10 +133,7 @@ class Workspace:
             raise bad_argument(f"cwd {cwd} is not a folder")
         if not session_id:
             return
-        known = False
-        if self.source.exists():
-            with self.source.read() as reader:
-                known = session_id in reader.sessions([session_id])
+        known = self._in_sources(session_id)
         conn = None if known else self.index.connect_readonly()
         if conn is not None:
             try:
@@ -142,6 +143,12 @@ class Workspace:
         if not known:
             raise RecallError(f"no session {session_id!r} in {self.home.root}: `phr timeline --all-projects` "
                               "lists sessions, `phr session PREFIX` finds one by prefix", "unknown_session")
+
+    def _in_sources(self, session_id: str) -> bool:
+        if not self.source.exists():
+            return False
+        with self.source.read() as reader:
+            return session_id in reader.sessions([session_id])
 
     def _hermes_row(self, session_id: str, cwd: str | None) -> tuple[str | None, str | None]:
         if not self.hermes.exists():
