@@ -124,3 +124,27 @@ def test_the_indexed_text_is_read_by_fts5_as_its_tokens_one_by_one(value):
     indexed, *alone = _fts_terms([index_text(value), *tokens])
     assert indexed == [term for terms in alone for term in terms]
     assert all(len(terms) == 1 for terms in alone)
+
+
+def _finds_itself(text: str) -> bool:
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE VIRTUAL TABLE t USING fts5(tokens, tokenize=\"{FTS_TOKENIZE}\")")
+    conn.execute("INSERT INTO t(rowid, tokens) VALUES (1, ?)", (index_text(text),))
+    plan = plan_query(text)
+    found = conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (plan.match_any(),)).fetchall() if plan.units else []
+    conn.close()
+    return bool(found) or not plan.units
+
+
+def test_a_run_of_sound_marks_and_middle_dots_finds_itself():
+    """The fuzzer's find: "ー゜・" planned the unit "゚・", which FTS5 reads as nothing (a removed
+    diacritic and a separator), so the text's own query did not match it."""
+    assert _finds_itself("ー゜・")
+    assert [u.label for u in plan_query("ー゜・").units] == []
+    assert plan_query("ー゜・").substrings == ("ー",)
+
+
+@given(st.text(alphabet=st.sampled_from(list("ー゜゛・゠アイ中文ａ1 ")), min_size=1, max_size=12))
+def test_every_query_unit_is_something_fts5_reads(value):
+    terms = _fts_terms([" ".join(alt) for unit in plan_query(value).units for alt in unit.alternatives])
+    assert all(terms), (value, plan_query(value).units)

@@ -237,9 +237,10 @@ def plan_query(query: str) -> QueryPlan:
                 continue
             grams = _cjk_grams(run)
             for gram in grams:
-                add(Unit(gram, ((gram,),)), gram in _CHINESE_STOP_BIGRAMS)
+                if _fts_reads(gram):
+                    add(Unit(gram, ((gram,),)), gram in _CHINESE_STOP_BIGRAMS)
             if len(grams) > 1:
-                content = [g for g in grams if g not in _CHINESE_STOP_BIGRAMS]
+                content = [g for g in grams if g not in _CHINESE_STOP_BIGRAMS and _fts_reads(g)]
                 if len(content) > 1:
                     add(Unit(run, (tuple(grams),)), False)
             continue
@@ -252,6 +253,13 @@ def plan_query(query: str) -> QueryPlan:
     if not units:
         units = stopped
     return QueryPlan(tuple(units[:32]), tuple(dict.fromkeys(substrings))[:8])
+
+
+def _fts_reads(gram: str) -> bool:
+    """Whether FTS5's ``unicode61`` reads a term from ``gram``: it needs a letter or a digit. A
+    katakana middle dot (``・``) is a separator to it and a lone sound mark (``゚``) a diacritic it
+    removes, so a unit of only those would be a phrase of nothing, which matches nothing."""
+    return any(unicodedata.category(char)[0] in "LN" for char in gram)
 
 
 def contains_sequence(tokens: list[str], sequence: tuple[str, ...]) -> bool:
