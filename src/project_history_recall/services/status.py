@@ -71,7 +71,7 @@ def status(semantic: SemanticService, *, session_id: str | None = None, cwd: str
     conn = index.connect_readonly()
     try:
         resolver = workspace.resolver()
-        asker = workspace.asker(conn, resolver, session_id, cwd)
+        asker = workspace.asker(conn, resolver, session_id, cwd, require_source=False)
         info["project"] = asker.identity.as_dict()
         vectors = 0
         semantic_state = semantic.idle_state()

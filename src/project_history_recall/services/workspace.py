@@ -100,18 +100,19 @@ class Workspace:
         return cached[1]
 
     def asker(self, conn: sqlite3.Connection | None, resolver: Resolver, session_id: str | None,
-              cwd: str | None) -> Asker:
+              cwd: str | None, *, require_source: bool = True) -> Asker:
         """The asking session from the index (``conn``), else from Hermes's row, else ``cwd``
-        (the process's own folder when neither a session nor a cwd is given)."""
+        (the process's own folder when neither a session nor a cwd is given). A session that
+        nothing knows while Hermes's database is gone is ``no_db`` (placing it in Home would
+        answer "no working directory recorded" for a missing state.db), unless
+        ``require_source`` is False: status answers whatever is missing."""
         row = None
         if session_id and conn is not None:
             row = conn.execute("SELECT cwd, repo_root FROM sessions WHERE id = ?", (session_id,)).fetchone()
         if row is not None:
             cwd, root = row["cwd"], row["repo_root"]
         else:
-            if session_id and not self.hermes.exists() and not self._in_sources(session_id):
-                # Hermes's session that nothing knows, its database gone: placing it in Home
-                # would answer "no working directory recorded" for a missing state.db.
+            if require_source and session_id and not self.hermes.exists() and not self._in_sources(session_id):
                 raise no_db(self.home.state_db)
             root = None
             if session_id and conn is None:
