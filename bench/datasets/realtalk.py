@@ -53,7 +53,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .realcommon import MIRRORS, OUT_DIR, Snapshot, session_id, stable_hash, write_set
+from .realcommon import MIRRORS, OUT_DIR, Snapshot, foreign_control, session_id, stable_hash, write_set
 
 DEFAULT_SOURCE = MIRRORS / "danny911kr+REALTALK" / "repo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "inference"}
@@ -131,10 +131,7 @@ def add_foreign_controls(askers: list[dict], sources: list[dict], category: str)
                              f"cannot pick its {category} controls")
         pool = sorted((q for q in other["queries"] if q["gold_sessions"]),
                       key=lambda q: stable_hash("other", chat["name"], q["id"]))[:OTHER_PROJECT_QUERIES]
-        for q in pool:
-            chat["queries"].append({"id": f"{q['id']}-asked-in-{chat['name']}", "query": q["query"],
-                                    "current_session": chat["asking"], "gold_sessions": [], "lang": "en",
-                                    "category": category})
+        chat["queries"] += [foreign_control(q, chat["name"], chat["asking"], category) for q in pool]
 
 
 def convert(source: Path, out: Path) -> dict:

@@ -50,7 +50,7 @@ import re
 from collections import defaultdict
 from pathlib import Path
 
-from .realcommon import MIRRORS, OUT_DIR, Snapshot, session_id, stable_hash, write_set
+from .realcommon import MIRRORS, OUT_DIR, Snapshot, foreign_control, session_id, stable_hash, write_set
 
 DEFAULT_SOURCE = MIRRORS / "gruckion+mini-swe-agent" / "repo"
 TRAJ_DIR = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
@@ -195,8 +195,7 @@ def convert(source: Path, out: Path, max_per_project: int | None, name: str) -> 
         other = repos[(i + 1) % len(repos)]
         pool = sorted(negatives_pool[other], key=lambda q: stable_hash("other", repo, q["id"]))
         for q in pool[:OTHER_PROJECT_QUERIES]:
-            control = {"id": f"{q['id']}-asked-in-{repo}", "query": q["query"], "current_session": asking_id,
-                       "gold_sessions": [], "lang": "en", "category": "other-project"}
+            control = foreign_control(q, repo, asking_id, "other-project")
             queries.append(control)
             split_of[control["id"]] = q["id"]
     all_queries = [q for repo in repos for q in per_project_queries[repo][1]]
