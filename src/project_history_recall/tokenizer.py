@@ -236,11 +236,11 @@ def plan_query(query: str) -> QueryPlan:
                 substrings.append(run)
                 continue
             grams = _cjk_grams(run)
-            for gram in grams:
-                if _fts_reads(gram):
-                    add(Unit(gram, ((gram,),)), gram in _CHINESE_STOP_BIGRAMS)
+            readable = [g for g in grams if _fts_reads(g)]
+            for gram in readable:
+                add(Unit(gram, ((gram,),)), gram in _CHINESE_STOP_BIGRAMS)
             if len(grams) > 1:
-                content = [g for g in grams if g not in _CHINESE_STOP_BIGRAMS and _fts_reads(g)]
+                content = [g for g in readable if g not in _CHINESE_STOP_BIGRAMS]
                 if len(content) > 1:
                     add(Unit(run, (tuple(grams),)), False)
             continue
