@@ -9,10 +9,12 @@
 ``collect`` builds the set's home as ``bench.eval_retrieval`` does, ranks every positive query in
 hybrid through the library (``search.service.explain``, limit 10) and records, for the first five
 sessions, every user/assistant candidate message (a keyword hit or one of the semantic
-candidates) with its BM25, cosine, matched query units, length and whether it is gold.
-``study`` scores rules over those candidates: the library's old rule (0.8 · bm25/max + 0.2 ·
-min-max cosine), a grid over ``bm25/max + a·cos + b·coverage + c·length prior`` ranked on the
-FIRST file (tune) and reported on the second, and, for the library's rule, what the message hit@5
+candidates) with its BM25, cosine, matched query units, the units the two messages before it do
+not match (``new``, as :mod:`~project_history_recall.search.message_choice` counts them), length
+and whether it is gold. ``study`` scores rules over those candidates: the library's old rule
+(0.8 · bm25/max + 0.2 · min-max cosine), a grid over ``bm25/max + a·cos + b·coverage + c·length
+prior + e·new units`` ranked on the FIRST file (tune) and reported on the second, and, for the
+library's rule, what the message hit@5
 would be under other definitions (two or three messages shown per result; the best five
 messages across the first five results) — figures for a decision, not what the harness counts.
 """
@@ -63,12 +65,18 @@ def collect(path: Path, out: Path) -> int:
                 cos = {h.message_id: h.semantic_score for h in ranked.vector_hits}
                 sessions = []
                 for r in ranked.results[:TOP]:
-                    rows = conn.execute("SELECT message_id, kind, text FROM entries WHERE session_id = ? AND kind IN "
-                                        "('user', 'assistant') ORDER BY position", (r.session_id,)).fetchall()
+                    rows = conn.execute("SELECT message_id, kind, text, position FROM entries WHERE session_id = ? "
+                                        "AND kind IN ('user', 'assistant') ORDER BY position",
+                                        (r.session_id,)).fetchall()
+                    matched = {row["position"]: {u.label for u in units_in_text(
+                        ranked.plan.units, searchable_text(row["kind"], row["text"]))}
+                        for row in rows if row["message_id"] in kw}
                     sessions.append({"shown": r.best.message_id, "messages": [
                         {"gold": (r.session_id, row["message_id"]) in gold, "kw": kw.get(row["message_id"], 0.0),
                          "cos": cos.get(row["message_id"]), "chars": len(row["text"]), "question": "?" in row["text"],
-                         "units": len(units_in_text(ranked.plan.units, searchable_text(row["kind"], row["text"])))}
+                         "units": len(matched.get(row["position"], ())),
+                         "new": len(matched.get(row["position"], set()).difference(
+                             *(matched.get(row["position"] - d, ()) for d in (1, 2))))}
                         for row in rows if row["message_id"] in kw or row["message_id"] in cos]})
                 queries.append({"id": q.id, "units": len(ranked.plan.units), "max_kw": max(kw.values(), default=0.0),
                                 "cos_range": [min(cos.values(), default=0.0), max(cos.values(), default=1.0)],
@@ -78,7 +86,7 @@ def collect(path: Path, out: Path) -> int:
     return len(queries)
 
 
-Features = tuple[float, float, float, float]
+Features = tuple[float, float, float, float, float]
 
 
 def features(query: dict, m: dict) -> Features:
@@ -86,7 +94,8 @@ def features(query: dict, m: dict) -> Features:
     kw = m["kw"] / query["max_kw"] if query["max_kw"] > 0 else 0.0
     cos = (m["cos"] - low) / (high - low) if m["cos"] is not None and high > low else (1.0 if m["cos"] else 0.0)
     coverage = m["units"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
-    return kw, cos, coverage, length_prior(m["chars"])
+    new = m["new"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
+    return kw, cos, coverage, length_prior(m["chars"]), new
 
 
 Rule = Callable[[Features], float]
@@ -133,20 +142,21 @@ def study(tune_path: Path, heldout_path: Path) -> None:
           f"held-out {ceiling(held)}")
     print(f"old rule 0.8 kw + 0.2 cos: tune {hit5(tune, old)}, held-out {hit5(held, old)}")
     grid = []
-    for a, b, c in itertools.product((0.1, 0.25, 0.5, 0.75), (0.0, 0.25, 0.5, 0.75), (0.0, 0.5, 1.0, 1.5, 2.0, 3.0)):
-        def rule(f: Features, a: float = a, b: float = b, c: float = c) -> float:
-            return f[0] + a * f[1] + b * f[2] + c * f[3]
-        grid.append((hit5(tune, rule), -c, a, b, rule))
+    for a, b, c, e in itertools.product((0.1, 0.25, 0.5, 0.75), (0.0, 0.25, 0.5), (0.0, 1.0, 1.5, 2.0, 3.0),
+                                        (0.0, 0.25, 0.5, 0.75)):
+        def rule(f: Features, a: float = a, b: float = b, c: float = c, e: float = e) -> float:
+            return f[0] + a * f[1] + b * f[2] + c * f[3] + e * f[4]
+        grid.append((hit5(tune, rule), -c, a, b, e, rule))
     grid.sort(key=lambda t: (t[0], t[1]), reverse=True)
-    print("best on tune (kw + a·cos + b·coverage + c·length), ties to the smaller length weight:")
-    for score, neg_c, a, b, rule in grid[:8]:
-        print(f"  a={a} b={b} c={-neg_c}: tune {score}, held-out {hit5(held, rule)}")
-    from project_history_recall.search.message_choice import COVERAGE, DENSE, LENGTH
+    print("best on tune (kw + a·cos + b·coverage + c·length + e·new units), ties to the smaller length weight:")
+    for score, neg_c, a, b, e, rule in grid[:8]:
+        print(f"  a={a} b={b} c={-neg_c} e={e}: tune {score}, held-out {hit5(held, rule)}")
+    from project_history_recall.search.message_choice import DENSE, LENGTH, NEW_UNITS
 
     def chosen(f: Features) -> float:
-        return f[0] + DENSE * f[1] + COVERAGE * f[2] + LENGTH * f[3]
+        return f[0] + DENSE * f[1] + LENGTH * f[3] + NEW_UNITS * f[4]
 
-    print(f"the library's rule (search/message_choice.py: a={DENSE} b={COVERAGE} c={LENGTH}): "
+    print(f"the library's rule (search/message_choice.py: a={DENSE} b=0 c={LENGTH} e={NEW_UNITS}): "
           f"tune {hit5(tune, chosen)}, held-out {hit5(held, chosen)}")
     for name, queries in (("tune", tune), ("held-out", held)):
         print(f"library rule, {name}: 1 message a result {hit5(queries, chosen)}, 2 {hit5(queries, chosen, 2)}, "

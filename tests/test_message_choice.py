@@ -10,15 +10,15 @@ from builders import History, git_init
 from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence, shown_messages
 
 
-def test_evidence_adds_coverage_and_length_to_keyword_and_cosine() -> None:
+def test_evidence_adds_new_units_and_length_to_keyword_and_cosine() -> None:
     ev = message_evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20})
-    coverage = {"m1": 1.0, "m2": 0.5}
+    new_units = {"m1": 1.0, "m2": 0.5}
     prior = 1.5 * length_prior(20)
-    assert ev.score("m2", coverage["m2"]) == pytest.approx(1.0 + 0.25 * 0.5 + prior)
-    assert ev.score("m1", coverage["m1"]) == pytest.approx(0.8 + 0.25 * 1.0 + 0.25 * 1.0 + prior)
+    assert ev.score("m2", new_units["m2"]) == pytest.approx(1.0 + 0.5 * 0.5 + prior)
+    assert ev.score("m1", new_units["m1"]) == pytest.approx(0.8 + 0.25 * 1.0 + 0.5 * 1.0 + prior)
     assert ev.score("m3", 0.0) == pytest.approx(0.25 * 0.5 + prior)
-    # covering the query and the meaning beat a bare BM25 lead
-    assert shown_messages(["m1", "m2", "m3"], ev, lambda key: coverage.get(key, 0.0), 3) == ["m1", "m2", "m3"]
+    # bringing up the query's units and the meaning beat a bare BM25 lead
+    assert shown_messages(["m1", "m2", "m3"], ev, lambda key: new_units.get(key, 0.0), 3) == ["m1", "m2", "m3"]
     assert message_evidence({"m": 0.0}, {}, {}).score("m", 0.0) == 0.0
 
 
@@ -27,21 +27,16 @@ scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan
 
 
 @settings(max_examples=300)
-@given(keys=keys, kw=scores, sem=scores, cov=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
+@given(keys=keys, kw=scores, sem=scores, new=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
                                                                           st.integers(0, 3000), max_size=8),
        n=st.integers(1, 3))
-def test_coverage_is_asked_only_where_it_can_change_the_choice(keys, kw, sem, cov, chars, n) -> None:
+def test_new_units_are_asked_only_where_they_can_change_the_choice(keys, kw, sem, new, chars, n) -> None:
     ev = message_evidence(kw, sem, chars)
-    share = {key: min(1.0, value / 50) for key, value in cov.items()}
-    asked: list[str] = []
-
-    def coverage(key: str) -> float:
-        asked.append(key)
-        return share.get(key, 0.0)
+    share = {key: min(1.0, value / 50) for key, value in new.items()}
 
     full = {key: ev.score(key, share.get(key, 0.0)) for key in keys}
     best_first = sorted(keys, key=lambda key: (-full[key], keys.index(key)))  # the first of equals first
-    assert shown_messages(keys, ev, coverage, n) == best_first[:n]
+    assert shown_messages(keys, ev, lambda key: share.get(key, 0.0), n) == best_first[:n]
 
 
 def test_a_message_far_behind_is_not_tokenized_again() -> None:
@@ -73,10 +68,9 @@ def test_a_result_shows_the_line_that_says_something_not_the_echo(tmp_path) -> N
     h.session("ask", repo)
     result = h.recall().search("what does Latte do", session_id="ask", mode="hybrid")["results"][0]
     assert result["session_id"] == "chat"
-    assert result["message_id"] == ids[2]
-    # the session's next best line is shown too, one of the other two that name Latte
-    assert result["also"]["message_id"] in ids[:2]
-    assert "Latte" in result["also"]["snippet"]
+    # the two lines that say something about Latte are shown (the one that brought the name up
+    # first), the bare echo between them is neither
+    assert (result["message_id"], result["also"]["message_id"]) == (ids[0], ids[2])
     assert "also" not in h.recall().search("what does Latte do", session_id="ask", mode="keyword")["results"][0]
     h.close()
 
@@ -93,4 +87,22 @@ def test_also_is_neither_the_shown_message_nor_its_reply(tmp_path) -> None:
     result = h.recall().search("what did they name the puppy", session_id="ask", mode="hybrid")["results"][0]
     assert (result["message_id"], result["reply"]["message_id"]) == (ids[0], ids[1])
     assert result["also"]["message_id"] == ids[2]
+    h.close()
+
+
+@pytest.mark.model
+def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_echoes_them(tmp_path) -> None:
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    ids = h.session("chat", repo, "What did you do at the weekend?",
+                    "I love to cook desserts, my brother and I made a chocolate lava cake",
+                    "You cook desserts with your brother? Cooking desserts with family is such a sweet thing, and "
+                    "chocolate desserts are hard to resist", "Macarons, for my mom's birthday")
+    for n, topic in enumerate(("the csv exporter dropped rows", "the invoice pdf layout broke",
+                               "tea or coffee this morning", "the train was late again")):
+        h.session(f"other{n}", repo, topic, f"noted, {topic}")
+    h.session("ask", repo)
+    result = h.recall().search("which desserts did they cook", session_id="ask", mode="hybrid")["results"][0]
+    assert result["session_id"] == "chat"
+    assert result["message_id"] == ids[1]
     h.close()

@@ -96,7 +96,7 @@ def test_a_result_said_inside_the_window_is_never_low() -> None:
     from project_history_recall.search.temporal import vouch
 
     def result(sid: str, said: float) -> SessionResult:
-        hit = Hit(1, sid, 1, "user", "text", said)
+        hit = Hit(1, sid, 1, "user", "text", said, 0)
         return SessionResult(sid, hit, 1.0, [hit])
 
     window = query_window("what did we decide yesterday", lambda: ASKED)

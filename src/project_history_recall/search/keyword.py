@@ -10,6 +10,7 @@ with a keyword gate (:func:`hybrid_sessions`).
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import sqlite3
@@ -68,6 +69,8 @@ class Hit:
     kind: str
     text: str
     timestamp: float
+    #: the message's place in its session (``entries.position``)
+    position: int
     keyword_score: float = 0.0
     semantic_score: float = 0.0
     keyword_rank: int | None = None
@@ -122,7 +125,7 @@ def keyword_hits(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[st
         # match's session comes from the covering (id, session_id) index, not the wide rows
         # (``+`` keeps SQLite from turning the scope into one index seek per session).
         sql = (
-            "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, ranked.rank FROM ("
+            "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, e.position, ranked.rank FROM ("
             "SELECT entries_fts.rowid AS id, bm25(entries_fts) AS rank "
             f"FROM entries_fts JOIN entries e INDEXED BY {ENTRY_SESSION_INDEX} ON e.id = entries_fts.rowid "
             "WHERE entries_fts MATCH ? AND +e.session_id IN (SELECT value FROM json_each(?))"
@@ -225,7 +228,7 @@ def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str],
 
 def _hit(row: sqlite3.Row, score: float) -> Hit:
     return Hit(row["id"], row["session_id"], row["message_id"], row["kind"], row["text"], row["timestamp"],
-               keyword_score=score)
+               row["position"], keyword_score=score)
 
 
 def _like_hits(conn: sqlite3.Connection, terms: list[str], scope_json: str, extra: str, params: list[object],
@@ -236,7 +239,7 @@ def _like_hits(conn: sqlite3.Connection, terms: list[str], scope_json: str, extr
     like = " OR ".join("e.text LIKE ? ESCAPE '\\'" for _ in terms)
     patterns = ["%" + t.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%" for t in terms]
     rows = conn.execute(
-        "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp FROM entries e "
+        "SELECT e.id, e.session_id, e.message_id, e.kind, e.text, e.timestamp, e.position FROM entries e "
         f"WHERE e.session_id IN (SELECT value FROM json_each(?)) AND ({like}){extra} "
         "ORDER BY e.timestamp DESC LIMIT ?",
         [scope_json, *patterns, *params, limit],
@@ -387,16 +390,28 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     plan = keyword.plan
     units = max(1, len(plan.units)) if plan is not None else 1
 
-    def message_coverage(key: tuple[str, int | str]) -> float:
+    matches: dict[int, set[str]] = {}
+
+    def matched(hit: Hit) -> set[str]:
+        if hit.entry_id not in matches:
+            matches[hit.entry_id] = _units(hit, plan) if plan is not None and hit.keyword_rank is not None else set()
+        return matches[hit.entry_id]
+
+    def new_units(session: dict[int, Hit], key: tuple[str, int | str]) -> float:
+        """Share of the query's units the message matches and the two before it do not
+        (only keyword candidates match a unit: a message that is none matches none)."""
         hit = faces[key]
-        return len(_units(hit, plan)) / units if plan is not None and hit.keyword_rank is not None else 0.0
+        before = [session[p] for p in (hit.position - 1, hit.position - 2) if p in session]
+        return len(matched(hit).difference(*map(matched, before))) / units
 
     evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})
     results = []
     for item in order:
         candidates = sorted(by_session[item.key], key=lambda kh: str(kh[0][1]))
         real = [key for key, hit in candidates if hit.kind != "title"]
-        shown = shown_messages(real or [key for key, _ in candidates], evidence, message_coverage, RUNNERS_UP + 1)
+        by_position = {hit.position: hit for _, hit in candidates if hit.kind != "title"}
+        shown = shown_messages(real or [key for key, _ in candidates], evidence,
+                               functools.partial(new_units, by_position), RUNNERS_UP + 1)
         results.append(SessionResult(item.key, faces[shown[0]], item.score, [h for _, h in candidates],
                                      [faces[key] for key in shown[1:]] if real else []))
     return results

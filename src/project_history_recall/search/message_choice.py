@@ -4,17 +4,23 @@ A result is a session; the message it shows should be the one that answers (issu
 item 4). Among the session's candidate messages (its keyword and semantic hits) the
 shown one has the best evidence::
 
-    bm25 / max bm25  +  DENSE · minmax(cos)  +  COVERAGE · units / query units  +  LENGTH · log1p(min(chars, CAP)) / 6
+    bm25 / max bm25  +  DENSE · minmax(cos)  +  NEW_UNITS · new units / query units
+                     +  LENGTH · log1p(min(chars, CAP)) / 6
 
 BM25 and cosine are normalised over the query's whole candidate lists (a source that
-misses a message gives 0), ``units`` are the query units the message matches itself.
-The length term is there because BM25's length normalisation favours the shortest line
-that repeats a query word ("skiing?", "Hey Kate!"), while the line that answers usually
-says more; the cap keeps a 30,000-character tool output from winning on length alone.
+misses a message gives 0). ``new units`` are the query units the message matches that
+neither of the two messages just before it in its session matches: a reply that echoes
+the line before it repeats the question's words ("Cooking desserts, especially with
+family...") while the line that brought them up is the one that answers ("I love cooking
+too, especially desserts"). The length term is there because BM25's length
+normalisation favours the shortest line that repeats a query word ("skiing?", "Hey
+Kate!"), while the line that answers usually says more; the cap keeps a 30,000-character
+tool output from winning on length alone.
 A result shows the best message and, as ``also``, the next best (a session's evidence is
 often split over two lines: the question's topic in one, its answer in another). The
-weights were chosen on the REALTALK tune split (``bench/REAL_SETS.md``, "Shown message,
-2026-12-04 evening"); held-out figures are in ``docs/benchmarks.md``.
+weights were chosen on the REALTALK tune split by ``python -m bench.message_study``
+(``bench/REAL_SETS.md``, "Shown message: the line that brings the words up"); held-out
+figures are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from project_history_recall.search.fusion import normalize_by_max, normalize_min
 K = TypeVar("K", bound=Hashable)
 
 DENSE = 0.25
-COVERAGE = 0.25
+NEW_UNITS = 0.5
 LENGTH = 1.5
 #: Characters beyond which a message's length stops counting.
 LENGTH_CAP = 1000
@@ -42,16 +48,16 @@ def length_prior(chars: int) -> float:
 
 @dataclass(frozen=True)
 class Evidence(Generic[K]):
-    """The evidence of a query's candidate messages (:func:`message_evidence`), the coverage
-    term left to :meth:`score`: working it out tokenizes a message again, so
-    :func:`shown_messages` asks for it only where it could change the choice."""
+    """The evidence of a query's candidate messages (:func:`message_evidence`), the new-units
+    term left to :meth:`score`: working it out tokenizes a message and the two before it
+    again, so :func:`shown_messages` asks for it only where it could change the choice."""
 
     #: ``bm25 / max bm25 + DENSE · minmax(cos)`` per candidate
     partial: dict[K, float]
     chars: Mapping[K, int]
 
-    def score(self, key: K, coverage: float) -> float:
-        return self.partial.get(key, 0.0) + COVERAGE * coverage + LENGTH * length_prior(self.chars.get(key, 0))
+    def score(self, key: K, new_units: float) -> float:
+        return self.partial.get(key, 0.0) + NEW_UNITS * new_units + LENGTH * length_prior(self.chars.get(key, 0))
 
 
 def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], chars: Mapping[K, int]) -> Evidence[K]:
@@ -66,17 +72,17 @@ def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], ch
     return Evidence(partial, chars)
 
 
-def shown_messages(keys: Sequence[K], evidence: Evidence[K], coverage: Callable[[K], float], n: int = 1) -> list[K]:
+def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units: Callable[[K], float], n: int = 1) -> list[K]:
     """The ``n`` keys of ``keys`` with the best evidence, best first (the first of equals first).
-    ``coverage(key)`` (the share of the query's units the message matches, 0–1) is asked best
-    bound first, and no more once a message's score with full coverage falls below the
-    ``n``-th best found: it cannot be among them."""
+    ``new_units(key)`` (the share of the query's units the message brings up, 0–1: see the
+    module doc) is asked best bound first, and no more once a message's score with every unit
+    new falls below the ``n``-th best found: it cannot be among them."""
     order = {key: i for i, key in enumerate(keys)}
     bound = {key: evidence.score(key, 1.0) for key in keys}
     found: list[tuple[float, int, K]] = []
     for key in sorted(keys, key=lambda k: (-bound[k], order[k])):
         if len(found) >= n and bound[key] < -found[n - 1][0]:
             break
-        found.append((-evidence.score(key, coverage(key)), order[key], key))
+        found.append((-evidence.score(key, new_units(key)), order[key], key))
         found.sort()
     return [key for _, _, key in found[:n]]

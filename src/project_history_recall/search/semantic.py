@@ -244,7 +244,7 @@ def _message_hits(conn: sqlite3.Connection, ranked: list[tuple[tuple[str, int], 
     for start in range(0, len(ranked), batch):
         part = ranked[start : start + batch]
         rows = conn.execute(
-            "SELECT id, session_id, message_id, kind, timestamp FROM entries "
+            "SELECT id, session_id, message_id, kind, timestamp, position FROM entries "
             "WHERE message_id IN (SELECT value FROM json_each(?)) ORDER BY id",
             [json.dumps([mid for (_, mid), _ in part])]).fetchall()
         by_message: dict[tuple[str, int], list[sqlite3.Row]] = {}
@@ -262,7 +262,8 @@ def _message_hits(conn: sqlite3.Connection, ranked: list[tuple[tuple[str, int], 
                               [json.dumps([row["id"] for row, _ in chosen])]).fetchall())
     # (an entry a refresh replaced between the two reads is left out)
     return [Hit(row["id"], row["session_id"], row["message_id"], row["kind"], texts[row["id"]],
-                row["timestamp"], semantic_score=float(score)) for row, score in chosen if row["id"] in texts]
+                row["timestamp"], row["position"], semantic_score=float(score))
+            for row, score in chosen if row["id"] in texts]
 
 
 def _passes(row: sqlite3.Row, filters: Filters) -> bool:
