@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sqlite3
 import time
+from collections import Counter
 from collections.abc import Sequence
 
 from project_history_recall.index.entries import Entry, entry_tokens
@@ -42,21 +43,19 @@ def replace_entries(conn: sqlite3.Connection, sid: str, entries: Sequence[tuple]
     ``entries`` still to insert. A turn appends a message or two to a session: rewriting
     all of it (each old entry tokenized again for the contentless FTS ``delete``, each
     new one for its insert) was 45 ms a turn in a real 291-message session."""
-    wanted: dict[tuple, int] = {}
-    for entry in entries:
-        wanted[entry] = wanted.get(entry, 0) + 1
+    wanted = Counter(entries)
     gone = []
     for row in conn.execute("SELECT id, message_id, position, kind, role, tool_name, timestamp, text, context "
                             "FROM entries WHERE session_id = ?", (sid,)):
         old = tuple(row)[1:]
-        if wanted.get(old):
+        if wanted[old]:
             wanted[old] -= 1
         else:
             gone.append(row)
     _forget_entries(conn, gone)
     new = []
     for entry in entries:
-        if wanted.get(entry):
+        if wanted[entry]:
             wanted[entry] -= 1
             new.append(entry)
     return new
