@@ -30,7 +30,7 @@ scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan
 @given(keys=keys, kw=scores, sem=scores, new=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
                                                                           st.integers(0, 3000), max_size=8),
        n=st.integers(1, 3))
-def test_new_units_are_asked_only_where_they_can_change_the_choice(keys, kw, sem, new, chars, n) -> None:
+def test_the_lazy_choice_equals_scoring_every_message(keys, kw, sem, new, chars, n) -> None:
     ev = message_evidence(kw, sem, chars)
     share = {key: min(1.0, value / 50) for key, value in new.items()}
 
