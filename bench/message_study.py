@@ -9,7 +9,7 @@
 ``collect`` builds the set's home as ``bench.eval_retrieval`` does, ranks every positive query in
 hybrid through the library (``search.service.explain``, limit 10) and records, for the first five
 sessions, every user/assistant candidate message (a keyword hit or one of the semantic
-candidates) with its BM25, cosine, matched query units, the units the two messages before it do
+candidates) with its BM25, cosine, matched query units, the units the messages just before it do
 not match (``new``, as :mod:`~project_history_recall.search.message_choice` counts them), length
 and whether it is gold. ``study`` scores rules over those candidates: the library's old rule
 (0.8 · bm25/max + 0.2 · min-max cosine), a grid over ``bm25/max + a·cos + b·coverage + c·length
@@ -29,7 +29,7 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from project_history_recall.search.message_choice import length_prior
+from project_history_recall.search.message_choice import LOOK_BACK, length_prior
 
 from .eval_retrieval import Runner
 from .evalset import EvalSet, build_home
@@ -76,7 +76,7 @@ def collect(path: Path, out: Path) -> int:
                          "cos": cos.get(row["message_id"]), "chars": len(row["text"]), "question": "?" in row["text"],
                          "units": len(matched.get(row["position"], ())),
                          "new": len(matched.get(row["position"], set()).difference(
-                             *(matched.get(row["position"] - d, ()) for d in (1, 2))))}
+                             *(matched.get(row["position"] - d, ()) for d in range(1, LOOK_BACK + 1))))}
                         for row in rows if row["message_id"] in kw or row["message_id"] in cos]})
                 queries.append({"id": q.id, "units": len(ranked.plan.units), "max_kw": max(kw.values(), default=0.0),
                                 "cos_range": [min(cos.values(), default=0.0), max(cos.values(), default=1.0)],

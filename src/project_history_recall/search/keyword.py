@@ -23,7 +23,7 @@ from project_history_recall.index.entries import searchable_text
 from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
-from project_history_recall.search.message_choice import message_evidence, shown_messages
+from project_history_recall.search.message_choice import LOOK_BACK, message_evidence, shown_messages
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, units_in_text
 
@@ -398,10 +398,10 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
         return matches[hit.entry_id]
 
     def new_units(session: dict[int, Hit], key: tuple[str, int | str]) -> float:
-        """Share of the query's units the message matches and the two before it do not
-        (only keyword candidates match a unit: a message that is none matches none)."""
+        """Share of the query's units the message matches and the :data:`LOOK_BACK` before it
+        do not (only keyword candidates match a unit: a message that is none matches none)."""
         hit = faces[key]
-        before = [session[p] for p in (hit.position - 1, hit.position - 2) if p in session]
+        before = [session[p] for p in range(hit.position - LOOK_BACK, hit.position) if p in session]
         return len(matched(hit).difference(*map(matched, before))) / units
 
     evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})

@@ -9,10 +9,10 @@ shown one has the best evidence::
 
 BM25 and cosine are normalised over the query's whole candidate lists (a source that
 misses a message gives 0). ``new units`` are the query units the message matches that
-neither of the two messages just before it in its session matches: a reply that echoes
-the line before it repeats the question's words ("Cooking desserts, especially with
-family...") while the line that brought them up is the one that answers ("I love cooking
-too, especially desserts"). The length term is there because BM25's length
+none of the :data:`LOOK_BACK` (two) messages just before it in its session matches: a
+reply that echoes the line before it repeats the question's words ("Cooking desserts,
+especially with family...") while the line that brought them up is the one that answers
+("I love cooking too, especially desserts"). The length term is there because BM25's length
 normalisation favours the shortest line that repeats a query word ("skiing?", "Hey
 Kate!"), while the line that answers usually says more; the cap keeps a 30,000-character
 tool output from winning on length alone.
@@ -36,6 +36,8 @@ K = TypeVar("K", bound=Hashable)
 
 DENSE = 0.25
 NEW_UNITS = 0.5
+#: How many messages just before a candidate count for its new units.
+LOOK_BACK = 2
 LENGTH = 1.5
 #: Characters beyond which a message's length stops counting.
 LENGTH_CAP = 1000
