@@ -4,18 +4,22 @@
 
     python -m bench.message_study collect bench/out/real/realtalk-tune.json bench/out/message/realtalk-tune.json
     python -m bench.message_study collect bench/out/real/realtalk-heldout.json bench/out/message/realtalk-heldout.json
-    python -m bench.message_study study bench/out/message/realtalk-tune.json bench/out/message/realtalk-heldout.json
+    python -m bench.message_study study bench/out/message/realtalk-tune.json bench/out/message/realtalk-heldout.json \
+        --guard bench/out/message/swe-small-tune.json bench/out/message/swe-small-heldout.json
 
 ``collect`` builds the set's home as ``bench.eval_retrieval`` does, ranks every positive query in
 hybrid through the library (``search.service.explain``, limit 10) and records, for the first five
 sessions, every user/assistant candidate message (a keyword hit or one of the semantic
 candidates) with its BM25, cosine, matched query units, the units the messages just before it do
-not match (``new``, as :mod:`~project_history_recall.search.message_choice` counts them), length
-and whether it is gold. ``study`` scores rules over those candidates: the library's old rule
-(0.8 · bm25/max + 0.2 · min-max cosine), a grid over ``bm25/max + a·cos + b·coverage + c·length
-prior + e·new units`` ranked on the FIRST file (tune) and reported on the second, and, for the
-library's rule, what the message hit@5
-would be under other definitions (two or three messages shown per result; the best five
+not match (``new``, as :mod:`~project_history_recall.search.message_choice` counts them), length,
+whether it is in the first person or announces a next step, and whether it is gold.
+
+``study`` scores rules over those candidates: the library's old rule (0.8 · bm25/max + 0.2 ·
+min-max cosine); a grid over ``bm25/max + a·cos + b·coverage + c·length prior + e·new units``
+ranked on the FIRST file (tune) and reported on the second; the voice terms on top of the
+library's weights (``+ s·first person − n·next step``; with ``--guard``, only the rules that keep
+the guard set's tune figure); and, for the library's rule, what the message hit@5 would be
+under other definitions (two or three messages shown per result; the best five
 messages across the first five results) — figures for a decision, not what the harness counts.
 """
 
@@ -29,7 +33,12 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from project_history_recall.search.message_choice import LOOK_BACK, length_prior
+from project_history_recall.search.message_choice import (
+    LOOK_BACK,
+    announces_next_step,
+    in_first_person,
+    length_prior,
+)
 
 from .eval_retrieval import Runner
 from .evalset import EvalSet, build_home
@@ -74,6 +83,8 @@ def collect(path: Path, out: Path) -> int:
                     sessions.append({"shown": r.best.message_id, "messages": [
                         {"gold": (r.session_id, row["message_id"]) in gold, "kw": kw.get(row["message_id"], 0.0),
                          "cos": cos.get(row["message_id"]), "chars": len(row["text"]), "question": "?" in row["text"],
+                         "first_person": in_first_person(row["text"]),
+                         "next_step": announces_next_step(row["text"]),
                          "units": len(matched.get(row["position"], ())),
                          "new": len(matched.get(row["position"], set()).difference(
                              *(matched.get(row["position"] - d, ()) for d in range(1, LOOK_BACK + 1))))}
@@ -86,16 +97,17 @@ def collect(path: Path, out: Path) -> int:
     return len(queries)
 
 
-Features = tuple[float, float, float, float, float]
+Features = tuple[float, float, float, float, float, float, float]
 
 
 def features(query: dict, m: dict) -> Features:
+    """bm25 / max, min-max cosine, coverage, length prior, new units, first person (0/1), next step (0/1)."""
     low, high = query["cos_range"]
     kw = m["kw"] / query["max_kw"] if query["max_kw"] > 0 else 0.0
     cos = (m["cos"] - low) / (high - low) if m["cos"] is not None and high > low else (1.0 if m["cos"] else 0.0)
     coverage = m["units"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
     new = m["new"] / max(1, query["units"]) if m["kw"] > 0 else 0.0
-    return kw, cos, coverage, length_prior(m["chars"]), new
+    return kw, cos, coverage, length_prior(m["chars"]), new, float(m["first_person"]), float(m["next_step"])
 
 
 Rule = Callable[[Features], float]
@@ -131,9 +143,19 @@ def ceiling(queries: list[dict]) -> float:
                  / max(1, len(queries)), 3)
 
 
-def study(tune_path: Path, heldout_path: Path) -> None:
-    tune = json.loads(tune_path.read_text(encoding="utf-8"))["queries"]
-    held = json.loads(heldout_path.read_text(encoding="utf-8"))["queries"]
+def _load(path: Path) -> list[dict]:
+    queries: list[dict] = json.loads(path.read_text(encoding="utf-8"))["queries"]
+    return queries
+
+
+def study(tune_path: Path, heldout_path: Path, guard: list[Path] | None = None) -> None:
+    """The grids of the module doc. With ``guard`` (a second set's tune and held-out files), a
+    voice rule is a candidate only if it keeps the guard's tune figure at least where the rule
+    without the voice term has it: the conversation set must not buy its gain from the coding set."""
+    from project_history_recall.search.message_choice import DENSE, LENGTH, NEW_UNITS, NEXT_STEP, SPEAKER
+
+    tune, held = _load(tune_path), _load(heldout_path)
+    guard_tune, guard_held = (_load(guard[0]), _load(guard[1])) if guard else ([], [])
 
     def old(f: Features) -> float:
         return 0.8 * f[0] + 0.2 * f[1]
@@ -151,13 +173,31 @@ def study(tune_path: Path, heldout_path: Path) -> None:
     print("best on tune (kw + a·cos + b·coverage + c·length + e·new units), ties to the smaller length weight:")
     for score, neg_c, a, b, e, rule in grid[:8]:
         print(f"  a={a} b={b} c={-neg_c} e={e}: tune {score}, held-out {hit5(held, rule)}")
-    from project_history_recall.search.message_choice import DENSE, LENGTH, NEW_UNITS
 
-    def chosen(f: Features) -> float:
-        return f[0] + DENSE * f[1] + LENGTH * f[3] + NEW_UNITS * f[4]
+    def with_voice(speaker: float, next_step: float) -> Rule:
+        def rule(f: Features) -> float:
+            return f[0] + DENSE * f[1] + LENGTH * f[3] + NEW_UNITS * f[4] + speaker * f[5] - next_step * f[6]
+        return rule
 
-    print(f"the library's rule (search/message_choice.py: a={DENSE} b=0 c={LENGTH} e={NEW_UNITS}): "
-          f"tune {hit5(tune, chosen)}, held-out {hit5(held, chosen)}")
+    weights = (0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+    floor = hit5(guard_tune, with_voice(0.0, 0.0))
+    voices = []
+    for speaker, next_step in itertools.product(weights, weights):
+        rule = with_voice(speaker, next_step)
+        guarded = hit5(guard_tune, rule)
+        if guarded >= floor:
+            voices.append((hit5(tune, rule), guarded, -speaker - next_step, speaker, next_step, rule))
+    voices.sort(key=lambda t: t[:3], reverse=True)
+    print("the library's a, c, e + s·first person − n·next step, best on tune"
+          + (f" among those keeping the guard's tune at {floor} or above" if guard else "")
+          + " (ties to the better guard, then the smaller weights):")
+    for score, guarded, _, speaker, next_step, rule in voices[:8]:
+        print(f"  s={speaker} n={next_step}: tune {score}, held-out {hit5(held, rule)}"
+              + (f"; guard tune {guarded}, held-out {hit5(guard_held, rule)}" if guard else ""))
+
+    chosen = with_voice(SPEAKER, NEXT_STEP)
+    print(f"the library's rule (search/message_choice.py: a={DENSE} b=0 c={LENGTH} e={NEW_UNITS} s={SPEAKER} "
+          f"n={NEXT_STEP}): tune {hit5(tune, chosen)}, held-out {hit5(held, chosen)}")
     for name, queries in (("tune", tune), ("held-out", held)):
         print(f"library rule, {name}: 1 message a result {hit5(queries, chosen)}, 2 {hit5(queries, chosen, 2)}, "
               f"3 {hit5(queries, chosen, 3)}; best 5 across the first five results {across(queries, chosen)}, "
@@ -173,11 +213,13 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("study")
     s.add_argument("tune", type=Path)
     s.add_argument("heldout", type=Path)
+    s.add_argument("--guard", nargs=2, type=Path, metavar=("TUNE", "HELDOUT"),
+                   help="a second set's collected tune and held-out files that a voice rule must not lower")
     args = parser.parse_args(argv)
     if args.command == "collect":
         print(f"{collect(args.set, args.out)} queries → {args.out}")
     else:
-        study(args.tune, args.heldout)
+        study(args.tune, args.heldout, args.guard)
     return 0
 
 

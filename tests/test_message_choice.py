@@ -7,11 +7,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from builders import History, git_init
-from project_history_recall.search.message_choice import LENGTH_CAP, length_prior, message_evidence, shown_messages
+from project_history_recall.search.message_choice import (
+    LENGTH_CAP,
+    announces_next_step,
+    in_first_person,
+    length_prior,
+    message_evidence,
+    shown_messages,
+    voice,
+)
 
 
 def test_evidence_adds_new_units_and_length_to_keyword_and_cosine() -> None:
-    ev = message_evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20})
+    kw, sem, chars = {"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20}
+    ev = message_evidence(kw, sem, chars, {})
     new_units = {"m1": 1.0, "m2": 0.5}
     prior = 1.5 * length_prior(20)
     assert ev.score("m2", new_units["m2"]) == pytest.approx(1.0 + 0.5 * 0.5 + prior)
@@ -19,7 +28,26 @@ def test_evidence_adds_new_units_and_length_to_keyword_and_cosine() -> None:
     assert ev.score("m3", 0.0) == pytest.approx(0.25 * 0.5 + prior)
     # bringing up the query's units and the meaning beat a bare BM25 lead
     assert shown_messages(["m1", "m2", "m3"], ev, lambda key: new_units.get(key, 0.0), 3) == ["m1", "m2", "m3"]
-    assert message_evidence({"m": 0.0}, {}, {}).score("m", 0.0) == 0.0
+    assert message_evidence({"m": 0.0}, {}, {}, {}).score("m", 0.0) == 0.0
+    voiced = message_evidence(kw, sem, chars, {"m2": -0.3, "m3": 0.4})
+    assert voiced.score("m2", 0.5) == pytest.approx(ev.score("m2", 0.5) - 0.3)
+    assert voiced.score("m3", 0.0) == pytest.approx(ev.score("m3", 0.0) + 0.4)
+    assert voiced.score("m1", 1.0) == pytest.approx(ev.score("m1", 1.0))
+
+
+@pytest.mark.parametrize(("text", "first_person", "next_step"), [
+    ("I think the cache is stale", True, False),
+    ("i’m back from the trip", True, False),
+    ("we've kept the old schema", True, False),
+    ("Let me check the retry limit", True, True),
+    ("I’ll fix it", True, True),
+    ("Let's run the tests", False, True),
+    ("for i in range(3): print(i)", False, False),
+    ("determine the USB device in Illinois", False, False),
+])
+def test_voice_reads_the_first_person_and_an_announced_next_step(text, first_person, next_step) -> None:
+    assert (in_first_person(text), announces_next_step(text)) == (first_person, next_step)
+    assert voice(text) == pytest.approx(0.4 * first_person - 0.3 * next_step)
 
 
 keys = st.lists(st.sampled_from("abcdefgh"), min_size=1, max_size=8, unique=True)
@@ -29,9 +57,10 @@ scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan
 @settings(max_examples=300)
 @given(keys=keys, kw=scores, sem=scores, new=scores, chars=st.dictionaries(st.sampled_from("abcdefgh"),
                                                                           st.integers(0, 3000), max_size=8),
+       voices=st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from((-0.3, 0.0, 0.1, 0.4)), max_size=8),
        n=st.integers(1, 3))
-def test_the_lazy_choice_equals_scoring_every_message(keys, kw, sem, new, chars, n) -> None:
-    ev = message_evidence(kw, sem, chars)
+def test_the_lazy_choice_equals_scoring_every_message(keys, kw, sem, new, chars, voices, n) -> None:
+    ev = message_evidence(kw, sem, chars, voices)
     share = {key: min(1.0, value / 50) for key, value in new.items()}
 
     full = {key: ev.score(key, share.get(key, 0.0)) for key in keys}
@@ -40,7 +69,7 @@ def test_the_lazy_choice_equals_scoring_every_message(keys, kw, sem, new, chars,
 
 
 def test_a_message_far_behind_is_not_tokenized_again() -> None:
-    ev = message_evidence({"lead": 10.0, "echo": 9.0, "far": 0.5}, {}, {"lead": 500, "echo": 500, "far": 500})
+    ev = message_evidence({"lead": 10.0, "echo": 9.0, "far": 0.5}, {}, {"lead": 500, "echo": 500, "far": 500}, {})
     asked: list[str] = []
     assert shown_messages(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0) == ["lead"]
     assert asked == ["lead", "echo"]
@@ -106,3 +135,32 @@ def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_ec
     assert result["session_id"] == "chat"
     assert result["message_id"] == ids[1]
     h.close()
+
+
+def _shown_line(tmp_path, lines: tuple[str, ...], query: str) -> int:
+    """Which of one session's ``lines`` the first hybrid result for ``query`` shows."""
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    ids = h.session("work", repo, *lines)
+    for n, topic in enumerate(("the csv exporter dropped rows", "the invoice pdf layout broke",
+                               "tea or coffee this morning", "the train was late again")):
+        h.session(f"other{n}", repo, topic, f"noted, {topic}")
+    h.session("ask", repo)
+    result = h.recall().search(query, session_id="ask", mode="hybrid")["results"][0]
+    h.close()
+    assert result["session_id"] == "work"
+    return ids.index(result["message_id"])
+
+
+@pytest.mark.model
+def test_a_result_shows_what_was_agreed_not_the_agent_announcing_its_next_step(tmp_path) -> None:
+    lines = ("Let me check the retry limit of the upstream client.", "ok", "go on", "hm",
+             "The retry limit of the upstream client stays at five, as we agreed.")
+    assert _shown_line(tmp_path, lines, "retry limit of the upstream client") == 4
+
+
+@pytest.mark.model
+def test_a_result_shows_the_line_in_the_first_person(tmp_path) -> None:
+    lines = ("The retry limit of the upstream client is five.", "ok", "go on", "hm",
+             "We set the retry limit of the upstream client to five.")
+    assert _shown_line(tmp_path, lines, "retry limit of the upstream client") == 4
