@@ -18,21 +18,17 @@ from project_history_recall.search.message_choice import (
 )
 
 
-def test_evidence_adds_new_units_and_length_to_keyword_and_cosine() -> None:
-    kw, sem, chars = {"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20}
-    ev = message_evidence(kw, sem, chars, {})
-    new_units = {"m1": 1.0, "m2": 0.5}
+def test_evidence_adds_new_units_voice_and_length_to_keyword_and_cosine() -> None:
+    ev = message_evidence({"m1": 8.0, "m2": 10.0}, {"m1": 0.9, "m3": 0.5, "m2": 0.1}, {"m1": 20, "m2": 20, "m3": 20})
+    new_units, voices = {"m1": 1.0, "m2": 0.5}, {"m2": -0.3, "m3": 0.4}
     prior = 1.5 * length_prior(20)
-    assert ev.score("m2", new_units["m2"]) == pytest.approx(1.0 + 0.5 * 0.5 + prior)
-    assert ev.score("m1", new_units["m1"]) == pytest.approx(0.8 + 0.25 * 1.0 + 0.5 * 1.0 + prior)
-    assert ev.score("m3", 0.0) == pytest.approx(0.25 * 0.5 + prior)
+    assert ev.score("m2", 0.5, -0.3) == pytest.approx(1.0 + 0.5 * 0.5 - 0.3 + prior)
+    assert ev.score("m1", 1.0, 0.0) == pytest.approx(0.8 + 0.25 * 1.0 + 0.5 * 1.0 + prior)
+    assert ev.score("m3", 0.0, 0.4) == pytest.approx(0.25 * 0.5 + 0.4 + prior)
     # bringing up the query's units and the meaning beat a bare BM25 lead
-    assert shown_messages(["m1", "m2", "m3"], ev, lambda key: new_units.get(key, 0.0), 3) == ["m1", "m2", "m3"]
-    assert message_evidence({"m": 0.0}, {}, {}, {}).score("m", 0.0) == 0.0
-    voiced = message_evidence(kw, sem, chars, {"m2": -0.3, "m3": 0.4})
-    assert voiced.score("m2", 0.5) == pytest.approx(ev.score("m2", 0.5) - 0.3)
-    assert voiced.score("m3", 0.0) == pytest.approx(ev.score("m3", 0.0) + 0.4)
-    assert voiced.score("m1", 1.0) == pytest.approx(ev.score("m1", 1.0))
+    assert shown_messages(["m1", "m2", "m3"], ev, lambda key: new_units.get(key, 0.0),
+                          lambda key: voices.get(key, 0.0), 3) == ["m1", "m2", "m3"]
+    assert message_evidence({"m": 0.0}, {}, {}).score("m", 0.0, 0.0) == 0.0
 
 
 @pytest.mark.parametrize(("text", "first_person", "next_step"), [
@@ -60,22 +56,39 @@ scores = st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 50, allow_nan
        voices=st.dictionaries(st.sampled_from("abcdefgh"), st.sampled_from((-0.3, 0.0, 0.1, 0.4)), max_size=8),
        n=st.integers(1, 3))
 def test_the_lazy_choice_equals_scoring_every_message(keys, kw, sem, new, chars, voices, n) -> None:
-    ev = message_evidence(kw, sem, chars, voices)
+    ev = message_evidence(kw, sem, chars)
     share = {key: min(1.0, value / 50) for key, value in new.items()}
 
-    full = {key: ev.score(key, share.get(key, 0.0)) for key in keys}
+    full = {key: ev.score(key, share.get(key, 0.0), voices.get(key, 0.0)) for key in keys}
     best_first = sorted(keys, key=lambda key: (-full[key], keys.index(key)))  # the first of equals first
-    assert shown_messages(keys, ev, lambda key: share.get(key, 0.0), n) == best_first[:n]
+    assert shown_messages(keys, ev, lambda key: share.get(key, 0.0), lambda key: voices.get(key, 0.0),
+                          n) == best_first[:n]
 
 
-def test_a_message_far_behind_is_not_tokenized_again() -> None:
-    ev = message_evidence({"lead": 10.0, "echo": 9.0, "far": 0.5}, {}, {"lead": 500, "echo": 500, "far": 500}, {})
-    asked: list[str] = []
-    assert shown_messages(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0) == ["lead"]
-    assert asked == ["lead", "echo"]
-    asked.clear()
-    assert shown_messages(["lead", "echo", "far"], ev, lambda key: asked.append(key) or 0.0, 2) == ["lead", "echo"]
-    assert asked == ["lead", "echo"]
+def test_a_message_far_behind_is_not_read_again() -> None:
+    ev = message_evidence({"lead": 10.0, "echo": 9.0, "voiced": 8.0, "far": 0.2},
+                          {}, {"lead": 500, "echo": 500, "voiced": 500, "far": 500})
+    shares, voices = {"lead": 1.0}, {"voiced": 0.4}
+    tokenized: list[str] = []
+    read: list[str] = []
+
+    def new_units(key: str) -> float:
+        tokenized.append(key)
+        return shares.get(key, 0.0)
+
+    def voice(key: str) -> float:
+        read.append(key)
+        return voices.get(key, 0.0)
+
+    keys = ["lead", "echo", "voiced", "far"]
+    assert shown_messages(keys, ev, new_units, voice) == ["lead"]
+    # echo's voice leaves it below lead (1.5) even with every unit new: it is not tokenized;
+    # far's bound is below lead: it is not even read
+    assert (read, tokenized) == (["lead", "echo", "voiced"], ["lead", "voiced"])
+    tokenized.clear()
+    read.clear()
+    assert shown_messages(keys, ev, new_units, voice, 2) == ["lead", "voiced"]
+    assert (read, tokenized) == (["lead", "echo", "voiced"], ["lead", "echo", "voiced"])
 
 
 def test_length_counts_up_to_the_cap_only() -> None:

@@ -23,7 +23,12 @@ from project_history_recall.index.entries import searchable_text
 from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
-from project_history_recall.search.message_choice import LOOK_BACK, message_evidence, shown_messages, voice
+from project_history_recall.search.message_choice import (
+    LOOK_BACK,
+    message_evidence,
+    shown_messages,
+    voice,
+)
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, units_in_text
 
@@ -404,16 +409,18 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
         before = [session[p] for p in range(hit.position - LOOK_BACK, hit.position) if p in session]
         return len(matched(hit).difference(*map(matched, before))) / units
 
-    spoken = {key: hit for key, hit in faces.items() if hit.kind in ("user", "assistant")}
-    evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()},
-                                {key: voice(hit.text) for key, hit in spoken.items()})
+    def spoken_voice(key: tuple[str, int | str]) -> float:
+        hit = faces[key]
+        return voice(hit.text) if hit.kind in ("user", "assistant") else 0.0
+
+    evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})
     results = []
     for item in order:
         candidates = sorted(by_session[item.key], key=lambda kh: str(kh[0][1]))
         real = [key for key, hit in candidates if hit.kind != "title"]
         by_position = {hit.position: hit for _, hit in candidates if hit.kind != "title"}
         shown = shown_messages(real or [key for key, _ in candidates], evidence,
-                               functools.partial(new_units, by_position), RUNNERS_UP + 1)
+                               functools.partial(new_units, by_position), spoken_voice, RUNNERS_UP + 1)
         results.append(SessionResult(item.key, faces[shown[0]], item.score, [h for _, h in candidates],
                                      [faces[key] for key in shown[1:]] if real else []))
     return results

@@ -56,19 +56,19 @@ LENGTH_CAP = 1000
 
 _APOSTROPHE = "['\u2019]"  # a chat's apostrophe is as often the typographic one
 #: the bare pronoun only as a capital "I": a lower-case "i" is as often a loop variable in pasted code
-_FIRST_PERSON = re.compile(
-    rf"(?-i:\bI\b)|\b(?:i{_APOSTROPHE}(?:m|ve|d)|my|me|mine|we|we{_APOSTROPHE}(?:re|ve)|our|us)\b", re.IGNORECASE)
+_CAPITAL_I = re.compile(r"\bI\b")
+# the two below are matched against the lower-cased text: a case-insensitive alternation is slower
+_FIRST_PERSON = re.compile(rf"\b(?:i{_APOSTROPHE}(?:m|ve|d)|my|me|mine|we|we{_APOSTROPHE}(?:re|ve)|our|us)\b")
 _NEXT_STEP = re.compile(
-    rf"\b(?:i{_APOSTROPHE}ll|i will|i{_APOSTROPHE}m going to|i need to|let me|let{_APOSTROPHE}s|i see)\b",
-    re.IGNORECASE)
+    rf"\b(?:i{_APOSTROPHE}ll|i will|i{_APOSTROPHE}m going to|i need to|let me|let{_APOSTROPHE}s|i see)\b")
 
 
 def in_first_person(text: str) -> bool:
-    return _FIRST_PERSON.search(text) is not None
+    return _CAPITAL_I.search(text) is not None or _FIRST_PERSON.search(text.lower()) is not None
 
 
 def announces_next_step(text: str) -> bool:
-    return _NEXT_STEP.search(text) is not None
+    return _NEXT_STEP.search(text.lower()) is not None
 
 
 def voice(text: str) -> float:
@@ -83,45 +83,49 @@ def length_prior(chars: int) -> float:
 
 @dataclass(frozen=True)
 class Evidence(Generic[K]):
-    """The evidence of a query's candidate messages (:func:`message_evidence`), the new-units
-    term left to :meth:`score`: working it out tokenizes a message and the two before it
-    again, so :func:`shown_messages` asks for it only where it could change the choice."""
+    """The evidence of a query's candidate messages (:func:`message_evidence`), the new-units and
+    voice terms left to :meth:`score`: working them out reads the message's text (and tokenizes
+    the two before it again), so :func:`shown_messages` asks for them only where they could
+    change the choice."""
 
     #: ``bm25 / max bm25 + DENSE · minmax(cos)`` per candidate
     partial: dict[K, float]
     chars: Mapping[K, int]
-    #: :func:`voice` per candidate (absent: 0, as for a tool call or a title)
-    voices: Mapping[K, float]
 
-    def score(self, key: K, new_units: float) -> float:
-        return (self.partial.get(key, 0.0) + NEW_UNITS * new_units + LENGTH * length_prior(self.chars.get(key, 0))
-                + self.voices.get(key, 0.0))
+    def score(self, key: K, new_units: float, voice: float) -> float:
+        return (self.partial.get(key, 0.0) + NEW_UNITS * new_units + voice
+                + LENGTH * length_prior(self.chars.get(key, 0)))
 
 
-def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], chars: Mapping[K, int],
-                     voices: Mapping[K, float]) -> Evidence[K]:
+def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], chars: Mapping[K, int]) -> Evidence[K]:
     """Evidence of every candidate message (see the module doc): ``keyword`` BM25 (higher is
-    better), ``semantic`` cosines, ``chars`` each message's length, ``voices`` its
-    :func:`voice`. Keys are those of ``keyword`` and ``semantic``."""
+    better), ``semantic`` cosines, ``chars`` each message's length. Keys are those of
+    ``keyword`` and ``semantic``."""
     kw = normalize_by_max(keyword)
     if max(keyword.values(), default=0.0) <= 0:
         kw = dict.fromkeys(kw, 0.0)
     sem = normalize_minmax(semantic)
     partial = {key: kw.get(key, 0.0) + DENSE * sem.get(key, 0.0) for key in {**dict.fromkeys(kw), **dict.fromkeys(sem)}}
-    return Evidence(partial, chars, voices)
+    return Evidence(partial, chars)
 
 
-def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units: Callable[[K], float], n: int = 1) -> list[K]:
+def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units: Callable[[K], float],
+                   voice: Callable[[K], float], n: int = 1) -> list[K]:
     """The ``n`` keys of ``keys`` with the best evidence, best first (the first of equals first).
+    ``voice(key)`` (the message's :func:`voice`, 0 for a tool call or a title) and
     ``new_units(key)`` (the share of the query's units the message brings up, 0–1: see the
-    module doc) is asked best bound first, and no more once a message's score with every unit
-    new falls below the ``n``-th best found: it cannot be among them."""
+    module doc) are asked best bound first, the dearer ``new_units`` last, and no more once a
+    message's score with every unit new and the best voice falls below the ``n``-th best found:
+    it cannot be among them."""
     order = {key: i for i, key in enumerate(keys)}
-    bound = {key: evidence.score(key, 1.0) for key in keys}
+    bound = {key: evidence.score(key, 1.0, SPEAKER) for key in keys}
     found: list[tuple[float, int, K]] = []
     for key in sorted(keys, key=lambda k: (-bound[k], order[k])):
         if len(found) >= n and bound[key] < -found[n - 1][0]:
             break
-        found.append((-evidence.score(key, new_units(key)), order[key], key))
+        spoken = voice(key)
+        if len(found) >= n and evidence.score(key, 1.0, spoken) < -found[n - 1][0]:
+            continue
+        found.append((-evidence.score(key, new_units(key), spoken), order[key], key))
         found.sort()
     return [key for _, _, key in found[:n]]
