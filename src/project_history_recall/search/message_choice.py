@@ -26,9 +26,9 @@ whose agent lines say "I'll..." (docs/benchmarks.md, Stop 40); with the narratio
 both gain. The words are English: no set here measures another language's.
 A result shows the best message and, as ``also``, the next best (a session's evidence is
 often split over two lines: the question's topic in one, its answer in another). The
-weights were chosen on the REALTALK tune split by ``python -m bench.message_study``
-(``bench/REAL_SETS.md``, "Shown message: the line that brings the words up"); held-out
-figures are in ``docs/benchmarks.md``.
+weights were chosen on the REALTALK tune split by ``python -m bench.message_study``, the
+voice's with swe-small tune as a guard (``bench/REAL_SETS.md``, "Shown message: the line that
+brings the words up" and "…the speaker's voice"); held-out figures are in ``docs/benchmarks.md``.
 """
 
 from __future__ import annotations
