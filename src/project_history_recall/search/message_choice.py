@@ -92,8 +92,10 @@ class Evidence(Generic[K]):
     partial: dict[K, float]
     chars: Mapping[K, int]
 
-    def score(self, key: K, new_units: float, voice: float) -> float:
-        return (self.partial.get(key, 0.0) + NEW_UNITS * new_units + voice
+    def score(self, key: K, new_units: float, voice_term: float) -> float:
+        """``new_units`` the share of the query's units the message brings up (0–1),
+        ``voice_term`` its :func:`voice`."""
+        return (self.partial.get(key, 0.0) + NEW_UNITS * new_units + voice_term
                 + LENGTH * length_prior(self.chars.get(key, 0)))
 
 
@@ -109,12 +111,12 @@ def message_evidence(keyword: Mapping[K, float], semantic: Mapping[K, float], ch
     return Evidence(partial, chars)
 
 
-def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units: Callable[[K], float],
-                   voice: Callable[[K], float], n: int = 1) -> list[K]:
+def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units_of: Callable[[K], float],
+                   voice_of: Callable[[K], float], n: int = 1) -> list[K]:
     """The ``n`` keys of ``keys`` with the best evidence, best first (the first of equals first).
-    ``voice(key)`` (the message's :func:`voice`, 0 for a tool call or a title) and
-    ``new_units(key)`` (the share of the query's units the message brings up, 0–1: see the
-    module doc) are asked best bound first, the dearer ``new_units`` last, and no more once a
+    ``voice_of(key)`` (the message's :func:`voice`, 0 for a tool call or a title) and
+    ``new_units_of(key)`` (the share of the query's units the message brings up, 0–1: see the
+    module doc) are asked best bound first, the dearer ``new_units_of`` last, and no more once a
     message's score with every unit new and the best voice falls below the ``n``-th best found:
     it cannot be among them."""
     order = {key: i for i, key in enumerate(keys)}
@@ -123,9 +125,9 @@ def shown_messages(keys: Sequence[K], evidence: Evidence[K], new_units: Callable
     for key in sorted(keys, key=lambda k: (-bound[k], order[k])):
         if len(found) >= n and bound[key] < -found[n - 1][0]:
             break
-        spoken = voice(key)
+        spoken = voice_of(key)
         if len(found) >= n and evidence.score(key, 1.0, spoken) < -found[n - 1][0]:
             continue
-        found.append((-evidence.score(key, new_units(key), spoken), order[key], key))
+        found.append((-evidence.score(key, new_units_of(key), spoken), order[key], key))
         found.sort()
     return [key for _, _, key in found[:n]]
