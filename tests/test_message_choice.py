@@ -72,22 +72,22 @@ def test_a_message_far_behind_is_not_read_again() -> None:
     tokenized: list[str] = []
     read: list[str] = []
 
-    def new_units(key: str) -> float:
+    def new_units_of(key: str) -> float:
         tokenized.append(key)
         return shares.get(key, 0.0)
 
-    def voice(key: str) -> float:
+    def voice_of(key: str) -> float:
         read.append(key)
         return voices.get(key, 0.0)
 
     keys = ["lead", "echo", "voiced", "far"]
-    assert shown_messages(keys, ev, new_units, voice) == ["lead"]
+    assert shown_messages(keys, ev, new_units_of, voice_of) == ["lead"]
     # echo's voice leaves it below lead (1.5) even with every unit new: it is not tokenized;
     # far's bound is below lead: it is not even read
     assert (read, tokenized) == (["lead", "echo", "voiced"], ["lead", "voiced"])
     tokenized.clear()
     read.clear()
-    assert shown_messages(keys, ev, new_units, voice, 2) == ["lead", "voiced"]
+    assert shown_messages(keys, ev, new_units_of, voice_of, 2) == ["lead", "voiced"]
     assert (read, tokenized) == (["lead", "echo", "voiced"], ["lead", "echo", "voiced"])
 
 
@@ -132,24 +132,6 @@ def test_also_is_neither_the_shown_message_nor_its_reply(tmp_path) -> None:
     h.close()
 
 
-@pytest.mark.model
-def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_echoes_them(tmp_path) -> None:
-    h = History(tmp_path / "hermes")
-    repo = git_init(tmp_path / "repo")
-    ids = h.session("chat", repo, "What did you do at the weekend?",
-                    "I love to cook desserts, my brother and I made a chocolate lava cake",
-                    "You cook desserts with your brother? Cooking desserts with family is such a sweet thing, and "
-                    "chocolate desserts are hard to resist", "Macarons, for my mom's birthday")
-    for n, topic in enumerate(("the csv exporter dropped rows", "the invoice pdf layout broke",
-                               "tea or coffee this morning", "the train was late again")):
-        h.session(f"other{n}", repo, topic, f"noted, {topic}")
-    h.session("ask", repo)
-    result = h.recall().search("which desserts did they cook", session_id="ask", mode="hybrid")["results"][0]
-    assert result["session_id"] == "chat"
-    assert result["message_id"] == ids[1]
-    h.close()
-
-
 def _shown_line(tmp_path, lines: tuple[str, ...], query: str) -> int:
     """Which of one session's ``lines`` the first hybrid result for ``query`` shows."""
     h = History(tmp_path / "hermes")
@@ -163,6 +145,14 @@ def _shown_line(tmp_path, lines: tuple[str, ...], query: str) -> int:
     h.close()
     assert result["session_id"] == "work"
     return ids.index(result["message_id"])
+
+
+@pytest.mark.model
+def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_echoes_them(tmp_path) -> None:
+    lines = ("What did you do at the weekend?", "I love to cook desserts, my brother and I made a chocolate lava cake",
+             "You cook desserts with your brother? Cooking desserts with family is such a sweet thing, and "
+             "chocolate desserts are hard to resist", "Macarons, for my mom's birthday")
+    assert _shown_line(tmp_path, lines, "which desserts did they cook") == 1
 
 
 @pytest.mark.model
