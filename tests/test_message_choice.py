@@ -108,12 +108,12 @@ def test_a_result_shows_the_line_that_says_something_not_the_echo(tmp_path) -> N
                                "booked the dentist for friday", "the garden needs watering")):
         h.session(f"other{n}", repo, topic, f"noted, {topic}")
     h.session("ask", repo)
-    result = h.recall().search("what does Latte do", session_id="ask", mode="hybrid")["results"][0]
-    assert result["session_id"] == "chat"
-    # the two lines that say something about Latte are shown (the one that brought the name up
-    # first), the bare echo between them is neither
-    assert (result["message_id"], result["also"]["message_id"]) == (ids[0], ids[2])
-    assert "also" not in h.recall().search("what does Latte do", session_id="ask", mode="keyword")["results"][0]
+    for mode in ("hybrid", "keyword"):
+        result = h.recall().search("what does Latte do", session_id="ask", mode=mode)["results"][0]
+        assert result["session_id"] == "chat"
+        # the two lines that say something about Latte are shown (the one that brought the name up
+        # first), the bare echo between them is neither
+        assert (result["message_id"], result["also"]["message_id"]) == (ids[0], ids[2]), mode
     h.close()
 
 
@@ -132,8 +132,8 @@ def test_also_is_neither_the_shown_message_nor_its_reply(tmp_path) -> None:
     h.close()
 
 
-def _shown_line(tmp_path, lines: tuple[str, ...], query: str) -> int:
-    """Which of one session's ``lines`` the first hybrid result for ``query`` shows."""
+def _shown_line(tmp_path, lines: tuple[str, ...], query: str, mode: str) -> int:
+    """Which of one session's ``lines`` the first result for ``query`` shows."""
     h = History(tmp_path / "hermes")
     repo = git_init(tmp_path / "repo")
     ids = h.session("work", repo, *lines)
@@ -141,29 +141,32 @@ def _shown_line(tmp_path, lines: tuple[str, ...], query: str) -> int:
                                "tea or coffee this morning", "the train was late again")):
         h.session(f"other{n}", repo, topic, f"noted, {topic}")
     h.session("ask", repo)
-    result = h.recall().search(query, session_id="ask", mode="hybrid")["results"][0]
+    result = h.recall().search(query, session_id="ask", mode=mode)["results"][0]
     h.close()
     assert result["session_id"] == "work"
     return ids.index(result["message_id"])
 
 
 @pytest.mark.model
-def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_echoes_them(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_echoes_them(tmp_path, mode) -> None:
     lines = ("What did you do at the weekend?", "I love to cook desserts, my brother and I made a chocolate lava cake",
              "You cook desserts with your brother? Cooking desserts with family is such a sweet thing, and "
              "chocolate desserts are hard to resist", "Macarons, for my mom's birthday")
-    assert _shown_line(tmp_path, lines, "which desserts did they cook") == 1
+    assert _shown_line(tmp_path, lines, "which desserts did they cook", mode) == 1
 
 
 @pytest.mark.model
-def test_a_result_shows_what_was_agreed_not_the_agent_announcing_its_next_step(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_result_shows_what_was_agreed_not_the_agent_announcing_its_next_step(tmp_path, mode) -> None:
     lines = ("Let me check the retry limit of the upstream client.", "ok", "go on", "hm",
              "The retry limit of the upstream client stays at five, as we agreed.")
-    assert _shown_line(tmp_path, lines, "retry limit of the upstream client") == 4
+    assert _shown_line(tmp_path, lines, "retry limit of the upstream client", mode) == 4
 
 
 @pytest.mark.model
-def test_a_result_shows_the_line_in_the_first_person(tmp_path) -> None:
+@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+def test_a_result_shows_the_line_in_the_first_person(tmp_path, mode) -> None:
     lines = ("The retry limit of the upstream client is five.", "ok", "go on", "hm",
              "We set the retry limit of the upstream client to five.")
-    assert _shown_line(tmp_path, lines, "retry limit of the upstream client") == 4
+    assert _shown_line(tmp_path, lines, "retry limit of the upstream client", mode) == 4

@@ -48,7 +48,7 @@ GATE_COVERAGE = 0.67
 GATE_PIN = 2
 #: Semantic candidates (messages) that hybrid fuses, whatever ``embedding.top_k`` says.
 HYBRID_SEMANTIC_K = 100
-#: Messages kept behind a hybrid result's shown one, so that it can show the next best (``also``)
+#: Messages kept behind a result's shown one, so that it can show the next best (``also``)
 #: when the first of them is the reply it already shows.
 RUNNERS_UP = 2
 
@@ -96,7 +96,7 @@ class SessionResult:
     score: float
     hits: list[Hit]
     #: the session's next real messages (never a title) by the evidence that chose ``best``
-    #: (hybrid only), best first
+    #: (hybrid and keyword), best first
     runners_up: list[Hit] = field(default_factory=list)
 
 
@@ -364,8 +364,7 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     with the coverage credit), S(s) the session's score over the semantic messages
     (no coverage). A confident keyword answer (:data:`GATE_MARGIN` lead or
     :data:`GATE_COVERAGE` of the query's units) keeps keyword's first
-    :data:`GATE_PIN` sessions on top. Each session shows the message with the best
-    evidence (:func:`~.message_choice.message_evidence`), a real message before a title."""
+    :data:`GATE_PIN` sessions on top. Each session shows its messages by :func:`with_shown_messages`."""
     for hit in semantic:
         hit.score = hit.semantic_score
     kw_sessions = keyword.scores
@@ -374,6 +373,16 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     coverage = {sid: keyword.coverage(sid) for sid in kw_top}
     order = gated(kw_sessions, sem_sessions, coverage, dense_weight=HYBRID_DENSE_WEIGHT, margin=GATE_MARGIN,
                   min_coverage=GATE_COVERAGE, pin=GATE_PIN, limit=limit)
+    return with_shown_messages([(item.key, item.score) for item in order], keyword, semantic)
+
+
+def with_shown_messages(ranked: list[tuple[str, float]], keyword: KeywordSessions,
+                        semantic: list[Hit]) -> list[SessionResult]:
+    """A result per ``(session id, score)`` of ``ranked``, in that order, showing the message with
+    the best evidence (:func:`~.message_choice.message_evidence`), a real message before a title,
+    and the next best behind it (``runners_up``). ``semantic`` is empty for ``mode=keyword``: the
+    choice then reads BM25, the new units, the length and the voice, and a session's best BM25
+    line ("skiing?") no longer wins on that alone."""
     # message level: a message's keyword face is its best entry; the semantic hit is its own face otherwise
     faces: dict[tuple[str, int | str], Hit] = {}
     kw_messages: dict[tuple[str, int | str], float] = {}
@@ -415,13 +424,13 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
 
     evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})
     results = []
-    for item in order:
-        candidates = sorted(by_session[item.key], key=lambda kh: str(kh[0][1]))
+    for session_id, score in ranked:
+        candidates = sorted(by_session[session_id], key=lambda kh: str(kh[0][1]))
         real = [key for key, hit in candidates if hit.kind != "title"]
         by_position = {hit.position: hit for _, hit in candidates if hit.kind != "title"}
         shown = shown_messages(real or [key for key, _ in candidates], evidence,
                                functools.partial(new_units, by_position), spoken_voice, RUNNERS_UP + 1)
-        results.append(SessionResult(item.key, faces[shown[0]], item.score, [h for _, h in candidates],
+        results.append(SessionResult(session_id, faces[shown[0]], score, [h for _, h in candidates],
                                      [faces[key] for key in shown[1:]] if real else []))
     return results
 

@@ -1,4 +1,4 @@
-"""Which message a hybrid result shows (pure: no I/O).
+"""Which message a hybrid or keyword result shows (pure: no I/O).
 
 A result is a session; the message it shows should be the one that answers (issue 14,
 item 4). Among the session's candidate messages (its keyword and semantic hits) the
@@ -8,7 +8,8 @@ shown one has the best evidence::
                      +  LENGTH · log1p(min(chars, CAP)) / 6  +  voice
 
 BM25 and cosine are normalised over the query's whole candidate lists (a source that
-misses a message gives 0). ``new units`` are the query units the message matches that
+misses a message gives 0; in keyword mode no message has a cosine, and the rest decides).
+``new units`` are the query units the message matches that
 none of the :data:`LOOK_BACK` (two) messages just before it in its session matches: a
 reply that echoes the line before it repeats the question's words ("Cooking desserts,
 especially with family...") while the line that brought them up is the one that answers

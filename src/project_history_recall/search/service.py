@@ -29,6 +29,7 @@ from project_history_recall.search.keyword import (
     keyword_sessions,
     rank_keyword,
     result_signals,
+    with_shown_messages,
 )
 from project_history_recall.search.scope import Filters, Scope, compute_scope
 from project_history_recall.search.semantic import semantic_hits
@@ -137,7 +138,7 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     if mode == "hybrid":
         grouped = hybrid_sessions(sessions, vector_hits, pool)
     elif mode == "keyword":
-        grouped = sessions.results[:pool]
+        grouped = with_shown_messages([(r.session_id, r.score) for r in sessions.results[:pool]], sessions, [])
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
@@ -219,7 +220,7 @@ def _shown(message_id: int | None, kind: str, text: str, timestamp: float | None
 
 def _result(conn: sqlite3.Connection, group: SessionResult, plan: QueryPlan, scope: Scope, everywhere: bool,
             chain_block: bool) -> dict:
-    """A result: its session, the shown message, and (hybrid) ``also``, the next best message of
+    """A result: its session, the shown message, and ``also`` (hybrid, keyword), the next best message of
     the session that is neither the shown one nor its reply."""
     hit = group.best
     row = conn.execute("SELECT title, started_at, source FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
