@@ -157,7 +157,7 @@ def test_a_result_shows_the_line_that_brought_the_words_up_not_the_reply_that_ec
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
 def test_a_result_shows_what_was_agreed_not_the_agent_announcing_its_next_step(tmp_path, mode) -> None:
     lines = ("Let me check the retry limit of the upstream client.", "ok", "go on", "hm",
              "The retry limit of the upstream client stays at five, as we agreed.")
@@ -165,7 +165,7 @@ def test_a_result_shows_what_was_agreed_not_the_agent_announcing_its_next_step(t
 
 
 @pytest.mark.model
-@pytest.mark.parametrize("mode", ["hybrid", "keyword"])
+@pytest.mark.parametrize("mode", ["hybrid", "keyword", "semantic"])
 def test_a_result_shows_the_line_in_the_first_person(tmp_path, mode) -> None:
     lines = ("The retry limit of the upstream client is five.", "ok", "go on", "hm",
              "We set the retry limit of the upstream client to five.")

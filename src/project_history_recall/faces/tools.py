@@ -30,7 +30,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
         "codebase: 'what did we decide about X', 'where did we leave Y', 'what command did we run'. "
         "Modes: 'hybrid' (default, keyword + semantic), 'keyword' (exact terms), 'semantic' "
         "(similar meaning). Works for English and Chinese. Each result has a confidence (high / medium / "
-        "low: how likely its session holds the answer), in hybrid and keyword the session's next best message "
+        "low: how likely its session holds the answer), the session's next best message "
         "('also'), and, when its message asks something, the reply that followed; when message says "
         "'no confident match', tell the user the history may not hold the answer instead of presenting "
         "a low result as one. " + UNTRUSTED_NOTICE

@@ -24,6 +24,7 @@ from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
 from project_history_recall.search.message_choice import (
+    DENSE,
     LOOK_BACK,
     message_evidence,
     shown_messages,
@@ -95,8 +96,7 @@ class SessionResult:
     best: Hit
     score: float
     hits: list[Hit]
-    #: the session's next real messages (never a title) by the evidence that chose ``best``
-    #: (hybrid and keyword), best first
+    #: the session's next real messages (never a title) by the evidence that chose ``best``, best first
     runners_up: list[Hit] = field(default_factory=list)
 
 
@@ -376,13 +376,15 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     return with_shown_messages([(item.key, item.score) for item in order], keyword, semantic)
 
 
-def with_shown_messages(ranked: list[tuple[str, float]], keyword: KeywordSessions,
-                        semantic: list[Hit]) -> list[SessionResult]:
+def with_shown_messages(ranked: list[tuple[str, float]], keyword: KeywordSessions, semantic: list[Hit],
+                        dense: float = DENSE) -> list[SessionResult]:
     """A result per ``(session id, score)`` of ``ranked``, in that order, showing the message with
-    the best evidence (:func:`~.message_choice.message_evidence`), a real message before a title,
-    and the next best behind it (``runners_up``). ``semantic`` is empty for ``mode=keyword``: the
-    choice then reads BM25, the new units, the length and the voice, and a session's best BM25
-    line ("skiing?") no longer wins on that alone."""
+    the best evidence (:func:`~.message_choice.message_evidence`, the cosine at weight ``dense``),
+    a real message before a title, and the next best behind it (``runners_up``). For
+    ``mode=keyword`` ``semantic`` is empty, for ``mode=semantic`` ``keyword`` (which passes
+    :data:`~.message_choice.SEMANTIC_ALONE`): the choice then reads the one source, the length and
+    the voice, and a session's shortest line that repeats a query word ("skiing?") no longer wins
+    on that alone."""
     # message level: a message's keyword face is its best entry; the semantic hit is its own face otherwise
     faces: dict[tuple[str, int | str], Hit] = {}
     kw_messages: dict[tuple[str, int | str], float] = {}
@@ -422,7 +424,8 @@ def with_shown_messages(ranked: list[tuple[str, float]], keyword: KeywordSession
         hit = faces[key]
         return voice(hit.text) if hit.kind in ("user", "assistant") else 0.0
 
-    evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()})
+    evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()},
+                                dense)
     results = []
     for session_id, score in ranked:
         candidates = sorted(by_session[session_id], key=lambda kh: str(kh[0][1]))

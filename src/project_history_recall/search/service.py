@@ -31,6 +31,7 @@ from project_history_recall.search.keyword import (
     result_signals,
     with_shown_messages,
 )
+from project_history_recall.search.message_choice import SEMANTIC_ALONE
 from project_history_recall.search.scope import Filters, Scope, compute_scope
 from project_history_recall.search.semantic import semantic_hits
 from project_history_recall.search.snippets import is_question, make_snippet
@@ -142,7 +143,8 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
-        grouped = group_by_session(vector_hits, None, pool)
+        ranked = [(r.session_id, r.score) for r in group_by_session(vector_hits, None, pool)]
+        grouped = with_shown_messages(ranked, sessions, vector_hits, SEMANTIC_ALONE)
     else:
         grouped = group_by_session(keyword, None, pool)
     grouped = prefer_window(grouped, window, question.limit)
@@ -220,7 +222,7 @@ def _shown(message_id: int | None, kind: str, text: str, timestamp: float | None
 
 def _result(conn: sqlite3.Connection, group: SessionResult, plan: QueryPlan, scope: Scope, everywhere: bool,
             chain_block: bool) -> dict:
-    """A result: its session, the shown message, and ``also`` (hybrid, keyword), the next best message of
+    """A result: its session, the shown message, and ``also``, the next best message of
     the session that is neither the shown one nor its reply."""
     hit = group.best
     row = conn.execute("SELECT title, started_at, source FROM sessions WHERE id = ?", (hit.session_id,)).fetchone()
