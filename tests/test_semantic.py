@@ -145,6 +145,26 @@ def test_indexing_while_vectors_are_being_built(tmp_path):
     h.close()
 
 
+def test_the_keyword_results_that_stand_in_are_keyword_modes_own(tmp_path):
+    h = _big_backlog(tmp_path)
+    ids = h.session("agreed", git_init(tmp_path / "repo"), "Let me check the heron retry limit of the upstream client.",
+                    "ok", "go on", "The heron retry limit of the upstream client stays at five, as we agreed.")
+    recall = h.recall(background_embedding=True)
+    recall.refresh()
+    lock = FileLock(str(recall.index.data_dir / "embed.lock"))
+    lock.acquire()
+    try:
+        standing_in = recall.search("heron retry limit upstream client", session_id="ask", mode="semantic")
+    finally:
+        lock.release()
+    keyword = recall.search("heron retry limit upstream client", session_id="ask", mode="keyword")
+    assert standing_in["semantic_status"] == "indexing"
+    shown = [(r["session_id"], r["message_id"]) for r in standing_in["results"]]
+    assert shown == [(r["session_id"], r["message_id"]) for r in keyword["results"]]
+    assert shown[0] == ("agreed", ids[3])  # what was agreed, not the line announcing the check
+    h.close()
+
+
 def test_ready_after_a_small_backlog_is_embedded_on_the_spot(history):
     assert history.recall().search("anything", session_id="ask", mode="semantic")["semantic_status"] == "ready"
 

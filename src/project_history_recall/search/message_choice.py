@@ -9,10 +9,9 @@ shown one has the best evidence::
 
 BM25 and cosine are normalised over the query's whole candidate lists (a source that
 misses a message gives 0; in keyword mode no message has a cosine, in semantic mode none has a
-BM25 and the cosine weighs :data:`SEMANTIC_ALONE`).
-``new units`` are the query units the message matches that
-none of the :data:`LOOK_BACK` (two) messages just before it in its session matches: a
-reply that echoes the line before it repeats the question's words ("Cooking desserts,
+BM25 and the cosine weighs :data:`SEMANTIC_ALONE`). ``new units`` are the query units the
+message matches that none of the :data:`LOOK_BACK` (two) messages just before it in its
+session matches: a reply that echoes the line before it repeats the question's words ("Cooking desserts,
 especially with family...") while the line that brought them up is the one that answers
 ("I love cooking too, especially desserts"). The length term is there because BM25's length
 normalisation favours the shortest line that repeats a query word ("skiing?", "Hey

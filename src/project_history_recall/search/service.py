@@ -138,15 +138,13 @@ def _rank(conn: sqlite3.Connection, scope: Scope, asker: Asker, question: Questi
     sessions = keyword_sessions(keyword, plan)
     if mode == "hybrid":
         grouped = hybrid_sessions(sessions, vector_hits, pool)
-    elif mode == "keyword":
-        grouped = with_shown_messages([(r.session_id, r.score) for r in sessions.results[:pool]], sessions, [])
     elif vector_hits:
         for hit in vector_hits:
             hit.score = hit.semantic_score
         ranked = [(r.session_id, r.score) for r in group_by_session(vector_hits, None, pool)]
         grouped = with_shown_messages(ranked, sessions, vector_hits, SEMANTIC_ALONE)
-    else:
-        grouped = group_by_session(keyword, None, pool)
+    else:  # keyword mode, and the keyword results standing in for semantic ones
+        grouped = with_shown_messages([(r.session_id, r.score) for r in sessions.results[:pool]], sessions, [])
     grouped = prefer_window(grouped, window, question.limit)
     keyword_ran = mode != "semantic" or not vector_hits
     outside = Elsewhere()
