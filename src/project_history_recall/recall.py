@@ -18,12 +18,12 @@ from pathlib import Path
 from project_history_recall import arguments
 from project_history_recall.errors import RecallError, bad_argument
 from project_history_recall.hermes_home import HermesHome
+from project_history_recall.index.entries import KINDS
 from project_history_recall.index.indexer import Progress, RefreshReport
 from project_history_recall.index.probes import Probe, git_probe
 from project_history_recall.index.store import Index, is_damage
 from project_history_recall.quoting import quoted
 from project_history_recall.search import service as search_service
-from project_history_recall.search.keyword import KINDS
 from project_history_recall.search.scope import Filters, compute_scope, reader_scope
 from project_history_recall.services import browse, code_history, forgetting, freshness, jobs, moving
 from project_history_recall.services.consent import (

@@ -10,6 +10,10 @@ from typing import NamedTuple
 from project_history_recall.sources import SourceMessage, SourceSession
 from project_history_recall.tokenizer import index_text
 
+#: The kinds of entry someone said, as against a tool call or a title.
+SPOKEN_KINDS = ("user", "assistant")
+#: Every kind of entry.
+KINDS = (*SPOKEN_KINDS, "tool_call", "title")
 MAX_ENTRY_CHARS = 32_000
 RESULT_HEAD_CHARS = 240
 

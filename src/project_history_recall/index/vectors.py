@@ -31,14 +31,14 @@ from typing import Any
 from project_history_recall.chunking import chunk_text
 from project_history_recall.embeddings.base import CONSENT_REQUIRED, EmbeddingProvider
 from project_history_recall.errors import RecallError
-from project_history_recall.index.entries import searchable_text
+from project_history_recall.index.entries import SPOKEN_KINDS, searchable_text
 from project_history_recall.index.store import VECTORS_GENERATION, Index, bump, chunks_deleted, short_hash, transaction
 from project_history_recall.index.vector_codec import encode
 from project_history_recall.locks import exclusive, held_elsewhere
 from project_history_recall.redaction import redact
 from project_history_recall.workers import Workers
 
-EMBED_KINDS = ("user", "assistant", "tool_call")
+EMBED_KINDS = (*SPOKEN_KINDS, "tool_call")
 
 
 MAX_CHUNKS_PER_MESSAGE = 8

@@ -19,7 +19,7 @@ import string
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-from project_history_recall.index.entries import searchable_text
+from project_history_recall.index.entries import SPOKEN_KINDS, searchable_text
 from project_history_recall.index.store import ENTRY_SESSION_INDEX, is_damage
 from project_history_recall.search.confidence import Signals
 from project_history_recall.search.fusion import gated, keyword_margin, ranking
@@ -32,9 +32,6 @@ from project_history_recall.search.message_choice import (
 )
 from project_history_recall.search.scope import Filters
 from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, units_in_text
-
-KINDS = ("user", "assistant", "tool_call", "title")
-
 
 CANDIDATES = 300
 
@@ -422,7 +419,7 @@ def with_shown_messages(ranked: list[tuple[str, float]], keyword: KeywordSession
 
     def spoken_voice(key: tuple[str, int | str]) -> float:
         hit = faces[key]
-        return voice(hit.text) if hit.kind in ("user", "assistant") else 0.0
+        return voice(hit.text) if hit.kind in SPOKEN_KINDS else 0.0
 
     evidence = message_evidence(kw_messages, sem_messages, {key: len(hit.text) for key, hit in faces.items()},
                                 dense)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from project_history_recall.attribution import Resolver
 from project_history_recall.embeddings.base import ProviderError
+from project_history_recall.index.entries import SPOKEN_KINDS
 from project_history_recall.search.confidence import Assessment, Model, Signals, assess, model_for, nothing_confident
 from project_history_recall.search.keyword import (
     HYBRID_SEMANTIC_K,
@@ -200,7 +201,7 @@ REPLY_WINDOW = 3
 def _reply(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan) -> dict | None:
     """The answer to a shown question: the first of the next :data:`REPLY_WINDOW`
     user/assistant entries that comes from the other side, when the shown message asks."""
-    if hit.kind not in ("user", "assistant") or not is_question(hit.text):
+    if hit.kind not in SPOKEN_KINDS or not is_question(hit.text):
         return None
     rows = conn.execute(
         "SELECT e.message_id, e.kind, e.text, e.timestamp FROM entries e "
