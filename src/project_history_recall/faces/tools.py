@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from project_history_recall.errors import RecallError, bad_argument
+from project_history_recall.index.entries import KINDS
 from project_history_recall.quoting import UNTRUSTED_NOTICE
 from project_history_recall.services import code_history as chain
 from project_history_recall.services import updates
@@ -57,7 +58,7 @@ SEARCH_SCHEMA: dict[str, Any] = {
             "before": {"type": "string", "description": "Only messages before this time (same forms as 'after')."},
             "kinds": {
                 "type": "array",
-                "items": {"type": "string", "enum": ["user", "assistant", "tool_call", "title"]},
+                "items": {"type": "string", "enum": list(KINDS)},
                 "description": "Only these kinds of entries (default: all).",
             },
             "scope": {
