@@ -130,16 +130,21 @@ def test_partial_says_how_many_lack_vectors(tmp_path):
     h.close()
 
 
+def _semantic_while_another_window_embeds(recall, query: str) -> dict:
+    """A semantic search while another Hermes window holds this profile's embedding lock."""
+    lock = FileLock(str(recall.index.data_dir / "embed.lock"))
+    lock.acquire()
+    try:
+        return recall.search(query, session_id="ask", mode="semantic")
+    finally:
+        lock.release()
+
+
 def test_indexing_while_vectors_are_being_built(tmp_path):
     h = _big_backlog(tmp_path)
     recall = h.recall(background_embedding=True)
     recall.refresh()
-    lock = FileLock(str(recall.index.data_dir / "embed.lock"))
-    lock.acquire()  # another Hermes window is embedding this profile right now
-    try:
-        response = recall.search("heron", session_id="ask", mode="semantic")
-    finally:
-        lock.release()
+    response = _semantic_while_another_window_embeds(recall, "heron")
     assert response["semantic_status"] == "indexing" and response["semantic_pending"] > 0
     assert response["results"], "keyword results stand in while vectors are built"
     h.close()
@@ -147,16 +152,11 @@ def test_indexing_while_vectors_are_being_built(tmp_path):
 
 def test_the_keyword_results_that_stand_in_are_keyword_modes_own(tmp_path):
     h = _big_backlog(tmp_path)
-    ids = h.session("agreed", git_init(tmp_path / "repo"), "Let me check the heron retry limit of the upstream client.",
+    ids = h.session("agreed", tmp_path / "repo", "Let me check the heron retry limit of the upstream client.",
                     "ok", "go on", "The heron retry limit of the upstream client stays at five, as we agreed.")
     recall = h.recall(background_embedding=True)
     recall.refresh()
-    lock = FileLock(str(recall.index.data_dir / "embed.lock"))
-    lock.acquire()
-    try:
-        standing_in = recall.search("heron retry limit upstream client", session_id="ask", mode="semantic")
-    finally:
-        lock.release()
+    standing_in = _semantic_while_another_window_embeds(recall, "heron retry limit upstream client")
     keyword = recall.search("heron retry limit upstream client", session_id="ask", mode="keyword")
     assert standing_in["semantic_status"] == "indexing"
     shown = [(r["session_id"], r["message_id"]) for r in standing_in["results"]]

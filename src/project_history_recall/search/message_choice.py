@@ -11,9 +11,9 @@ BM25 and cosine are normalised over the query's whole candidate lists (a source 
 misses a message gives 0; in keyword mode no message has a cosine, in semantic mode none has a
 BM25 and the cosine weighs :data:`SEMANTIC_ALONE`). ``new units`` are the query units the
 message matches that none of the :data:`LOOK_BACK` (two) messages just before it in its
-session matches: a reply that echoes the line before it repeats the question's words ("Cooking desserts,
-especially with family...") while the line that brought them up is the one that answers
-("I love cooking too, especially desserts"). The length term is there because BM25's length
+session matches: a reply that echoes the line before it repeats the question's words
+("Cooking desserts, especially with family...") while the line that brought them up is the
+one that answers ("I love cooking too, especially desserts"). The length term is there because BM25's length
 normalisation favours the shortest line that repeats a query word ("skiing?", "Hey
 Kate!"), while the line that answers usually says more; the cap keeps a 30,000-character
 tool output from winning on length alone.
@@ -93,7 +93,7 @@ class Evidence(Generic[K]):
     the two before it again), so :func:`shown_messages` asks for them only where they could
     change the choice."""
 
-    #: ``bm25 / max bm25 + DENSE · minmax(cos)`` per candidate
+    #: ``bm25 / max bm25 + dense · minmax(cos)`` per candidate (:func:`message_evidence`)
     partial: dict[K, float]
     chars: Mapping[K, int]
 
