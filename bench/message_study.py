@@ -6,10 +6,16 @@
     python -m bench.message_study collect bench/out/real/realtalk-heldout.json bench/out/message/realtalk-heldout.json
     python -m bench.message_study study bench/out/message/realtalk-tune.json bench/out/message/realtalk-heldout.json \
         --guard bench/out/message/swe-small-tune.json bench/out/message/swe-small-heldout.json
+    python -m bench.message_study collect --mode semantic bench/out/real/realtalk-tune.json \
+        bench/out/message/realtalk-tune-semantic.json      # (and the other three files)
+    python -m bench.message_study study bench/out/message/realtalk-tune-semantic.json \
+        bench/out/message/realtalk-heldout-semantic.json --guard bench/out/message/swe-small-tune-semantic.json \
+        bench/out/message/swe-small-heldout-semantic.json
 
 ``collect`` builds the set's home as ``bench.eval_retrieval`` does, ranks every positive query in
-hybrid through the library (``search.service.explain``, limit 10) and records, for the first five
-sessions, every user/assistant candidate message (a keyword hit or one of the semantic
+hybrid (or, with ``--mode semantic``, in semantic mode) through the library
+(``search.service.explain``, limit 10) and records, for the first five sessions, every
+user/assistant candidate message (a keyword hit or one of the semantic
 candidates) with its BM25, cosine, matched query units, the units the messages just before it do
 not match (``new``, as :mod:`~project_history_recall.search.message_choice` counts them), length,
 whether it is in the first person or announces a next step, and whether it is gold.
@@ -21,6 +27,10 @@ library's weights (``+ s·first person − n·next step``; with ``--guard``, onl
 the guard set's tune figure); and, for the library's rule, what the message hit@5 would be
 under other definitions (two or three messages shown per result; the best five
 messages across the first five results) — figures for a decision, not what the harness counts.
+A file collected in semantic mode has no BM25 and no new units: its grid is over the cosine's
+weight beside the library's length and voice (``message_choice.SEMANTIC_ALONE``), chosen by the
+hits over the tune file's and the guard's tune queries together, since neither set alone speaks
+for both kinds of history.
 """
 
 from __future__ import annotations
@@ -29,6 +39,7 @@ import argparse
 import contextlib
 import itertools
 import json
+import math
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -46,7 +57,7 @@ from .evalset import EvalSet, build_home
 TOP = 5
 
 
-def collect(path: Path, out: Path) -> int:
+def collect(path: Path, out: Path, mode: str = "hybrid") -> int:
     from project_history_recall.index.entries import searchable_text
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
@@ -63,7 +74,7 @@ def collect(path: Path, out: Path) -> int:
                 if q.negative:
                     continue
                 asker = runner.recall.workspace.asker(conn, resolver, q.current_session, None)
-                ranked = explain(conn, resolver, asker, Question(q.query, "hybrid", 10, Filters(), False),
+                ranked = explain(conn, resolver, asker, Question(q.query, mode, 10, Filters(), False),
                                  runner.recall.semantic)
                 if ranked is None:
                     continue
@@ -93,7 +104,7 @@ def collect(path: Path, out: Path) -> int:
                                 "cos_range": [min(cos.values(), default=0.0), max(cos.values(), default=1.0)],
                                 "sessions": sessions})
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps({"set": evalset.name, "queries": queries}), encoding="utf-8")
+    out.write_text(json.dumps({"set": evalset.name, "mode": mode, "queries": queries}), encoding="utf-8")
     return len(queries)
 
 
@@ -118,15 +129,14 @@ def scored(query: dict, rule: Rule) -> list[list[tuple[float, dict]]]:
             for s in query["sessions"]]
 
 
+def hits5(queries: list[dict], rule: Rule, per_session: int = 1) -> int:
+    """Queries where one of the first ``per_session`` messages of one of the first five sessions is gold."""
+    return sum(any(any(m["gold"] for _, m in s[:per_session]) for s in scored(q, rule)) for q in queries)
+
+
 def hit5(queries: list[dict], rule: Rule, per_session: int = 1) -> float:
-    """Share of queries where one of the first ``per_session`` messages of one of the first five sessions is gold."""
-    hits = 0
-    for q in queries:
-        for s in scored(q, rule):
-            if any(m["gold"] for _, m in s[:per_session]):
-                hits += 1
-                break
-    return round(hits / len(queries), 3) if queries else 0.0
+    """:func:`hits5` as a share of the queries."""
+    return round(hits5(queries, rule, per_session) / len(queries), 3) if queries else 0.0
 
 
 def across(queries: list[dict], rule: Rule, n: int = 5) -> float:
@@ -148,6 +158,36 @@ def _load(path: Path) -> list[dict]:
     return queries
 
 
+def _mode(path: Path) -> str:
+    mode: str = json.loads(path.read_text(encoding="utf-8")).get("mode", "hybrid")
+    return mode
+
+
+def study_semantic(tune: list[dict], held: list[dict], guard_tune: list[dict], guard_held: list[dict]) -> None:
+    """Semantic mode's grid (module doc): ``a·cos + length + voice`` with the library's length
+    and voice weights, against the bare best cosine."""
+    from project_history_recall.search.message_choice import LENGTH, NEXT_STEP, SEMANTIC_ALONE, SPEAKER
+
+    def with_cosine(a: float) -> Rule:
+        def rule(f: Features) -> float:
+            return a * f[1] + LENGTH * f[3] + SPEAKER * f[5] - NEXT_STEP * f[6]
+        return rule
+
+    def line(name: str, rule: Rule) -> str:
+        return (f"  {name}: tune {hit5(tune, rule)}, held-out {hit5(held, rule)}"
+                + (f"; guard tune {hit5(guard_tune, rule)}, held-out {hit5(guard_held, rule)}" if guard_tune else ""))
+
+    print(f"ceiling: tune {ceiling(tune)}, held-out {ceiling(held)}")
+    print(line("best cosine alone", lambda f: f[1]))
+    grid = sorted(((hits5(tune + guard_tune, with_cosine(a)), a) for a in (0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 3.0, 5.0)),
+                  key=lambda t: (-t[0], abs(math.log(t[1]))))
+    print(f"a·cos + {LENGTH}·length + voice, by the hits over both tune files together (ties to the a nearest 1,"
+          " where the cosine takes BM25's place unweighted):")
+    for pooled, a in grid:
+        print(line(f"a={a}", with_cosine(a)) + f" ({pooled}/{len(tune) + len(guard_tune)} tune queries)")
+    print(line(f"the library's (message_choice.SEMANTIC_ALONE = {SEMANTIC_ALONE})", with_cosine(SEMANTIC_ALONE)))
+
+
 def study(tune_path: Path, heldout_path: Path, guard: list[Path] | None = None) -> None:
     """The grids of the module doc. With ``guard`` (a second set's tune and held-out files), a
     voice rule is a candidate only if it keeps the guard's tune figure at least where the rule
@@ -156,6 +196,9 @@ def study(tune_path: Path, heldout_path: Path, guard: list[Path] | None = None) 
 
     tune, held = _load(tune_path), _load(heldout_path)
     guard_tune, guard_held = (_load(guard[0]), _load(guard[1])) if guard else ([], [])
+    if _mode(tune_path) == "semantic":
+        study_semantic(tune, held, guard_tune, guard_held)
+        return
 
     def old(f: Features) -> float:
         return 0.8 * f[0] + 0.2 * f[1]
@@ -210,6 +253,8 @@ def main(argv: list[str] | None = None) -> int:
     c = sub.add_parser("collect")
     c.add_argument("set", type=Path)
     c.add_argument("out", type=Path)
+    c.add_argument("--mode", choices=("hybrid", "semantic"), default="hybrid",
+                   help="the mode whose ranking and candidates are recorded")
     s = sub.add_parser("study")
     s.add_argument("tune", type=Path)
     s.add_argument("heldout", type=Path)
@@ -217,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="a second set's collected tune and held-out files that a voice rule must not lower")
     args = parser.parse_args(argv)
     if args.command == "collect":
-        print(f"{collect(args.set, args.out)} queries → {args.out}")
+        print(f"{collect(args.set, args.out, args.mode)} queries → {args.out}")
     else:
         study(args.tune, args.heldout, args.guard)
     return 0

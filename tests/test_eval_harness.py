@@ -124,6 +124,23 @@ def test_the_message_study_collects_each_positive_querys_candidate_messages(tmp_
     assert any(m["gold"] for m in messages)
 
 
+def test_the_message_study_collects_semantic_modes_own_candidates(tmp_path: Path, capsys) -> None:
+    """``collect --mode semantic`` records semantic mode's ranking: its candidates carry a cosine
+    and no BM25, and ``study`` reads the file as a semantic one (the weight of
+    ``message_choice.SEMANTIC_ALONE`` is reproducible from it)."""
+    from bench import message_study
+
+    out = tmp_path / "tiny-semantic.json"
+    assert message_study.main(["collect", "--mode", "semantic", str(TINY), str(out)]) == 0
+    record = json.loads(out.read_text(encoding="utf-8"))
+    messages = [m for q in record["queries"] for s in q["sessions"] for m in s["messages"]]
+    assert record["mode"] == "semantic" and messages
+    assert all(m["kw"] == 0.0 and m["cos"] is not None for m in messages)
+    capsys.readouterr()
+    assert message_study.main(["study", str(out), str(out)]) == 0
+    assert "the library's (message_choice.SEMANTIC_ALONE = 1.0)" in capsys.readouterr().out
+
+
 def test_a_benchmark_home_reads_hermes_alone_not_this_machines_other_agents(tmp_path, monkeypatch):
     """A Claude Code transcript in the machine's own ``~/.claude`` stays out of a benchmark's index."""
     monkeypatch.setenv("HOME", str(tmp_path / "user"))

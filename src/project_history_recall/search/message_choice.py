@@ -50,8 +50,9 @@ NEW_UNITS = 0.5
 LOOK_BACK = 2
 LENGTH = 1.5
 #: The cosine's weight in semantic mode: it takes BM25's place (weight 1), the length and the voice
-#: as in the others. On the tune splits this lifts the choice above the bare best cosine
-#: (bench/REAL_SETS.md, "Shown message in keyword and semantic mode").
+#: as in the others. On the tune splits this lifts the choice above the bare best cosine, and 0.75–1.5
+#: tie (``python -m bench.message_study collect --mode semantic``, then ``study``;
+#: bench/REAL_SETS.md, "Shown message in keyword and semantic mode").
 SEMANTIC_ALONE = 1.0
 SPEAKER = 0.4
 NEXT_STEP = 0.3
