@@ -153,14 +153,20 @@ def ceiling(queries: list[dict]) -> float:
                  / max(1, len(queries)), 3)
 
 
-def _load(path: Path) -> list[dict]:
-    queries: list[dict] = json.loads(path.read_text(encoding="utf-8"))["queries"]
-    return queries
+def _load(path: Path) -> tuple[str, list[dict]]:
+    """The mode a file was collected in and its queries."""
+    record = json.loads(path.read_text(encoding="utf-8"))
+    return record.get("mode", "hybrid"), record["queries"]
 
 
-def _mode(path: Path) -> str:
-    mode: str = json.loads(path.read_text(encoding="utf-8")).get("mode", "hybrid")
-    return mode
+def _load_all(paths: list[Path]) -> tuple[str, list[list[dict]]]:
+    """The files' common mode and their queries: a rule chosen on one mode's candidates says
+    nothing about another's."""
+    loaded = [_load(path) for path in paths]
+    modes = {mode for mode, _ in loaded}
+    if len(modes) > 1:
+        raise SystemExit(f"the files were collected in different modes ({', '.join(sorted(modes))})")
+    return loaded[0][0], [queries for _, queries in loaded]
 
 
 def study_semantic(tune: list[dict], held: list[dict], guard_tune: list[dict], guard_held: list[dict]) -> None:
@@ -194,9 +200,9 @@ def study(tune_path: Path, heldout_path: Path, guard: list[Path] | None = None) 
     without the voice term has it: the conversation set must not buy its gain from the coding set."""
     from project_history_recall.search.message_choice import DENSE, LENGTH, NEW_UNITS, NEXT_STEP, SPEAKER
 
-    tune, held = _load(tune_path), _load(heldout_path)
-    guard_tune, guard_held = (_load(guard[0]), _load(guard[1])) if guard else ([], [])
-    if _mode(tune_path) == "semantic":
+    mode, (tune, held, *guards) = _load_all([tune_path, heldout_path, *(guard or [])])
+    guard_tune, guard_held = guards if guards else ([], [])
+    if mode == "semantic":
         study_semantic(tune, held, guard_tune, guard_held)
         return
 

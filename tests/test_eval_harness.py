@@ -139,6 +139,10 @@ def test_the_message_study_collects_semantic_modes_own_candidates(tmp_path: Path
     capsys.readouterr()
     assert message_study.main(["study", str(out), str(out)]) == 0
     assert "the library's (message_choice.SEMANTIC_ALONE = 1.0)" in capsys.readouterr().out
+    hybrid = tmp_path / "tiny-hybrid.json"
+    message_study.collect(TINY, hybrid)
+    with pytest.raises(SystemExit, match="different modes"):
+        message_study.main(["study", str(out), str(hybrid)])
 
 
 def test_a_benchmark_home_reads_hermes_alone_not_this_machines_other_agents(tmp_path, monkeypatch):
