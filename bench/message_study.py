@@ -58,7 +58,7 @@ TOP = 5
 
 
 def collect(path: Path, out: Path, mode: str = "hybrid") -> int:
-    from project_history_recall.index.entries import searchable_text
+    from project_history_recall.index.entries import SPOKEN_KINDS, searchable_text
     from project_history_recall.search.scope import Filters
     from project_history_recall.search.service import Question, explain
     from project_history_recall.tokenizer import units_in_text
@@ -86,8 +86,8 @@ def collect(path: Path, out: Path, mode: str = "hybrid") -> int:
                 sessions = []
                 for r in ranked.results[:TOP]:
                     rows = conn.execute("SELECT message_id, kind, text, position FROM entries WHERE session_id = ? "
-                                        "AND kind IN ('user', 'assistant') ORDER BY position",
-                                        (r.session_id,)).fetchall()
+                                        f"AND kind IN ({', '.join('?' * len(SPOKEN_KINDS))}) ORDER BY position",
+                                        (r.session_id, *SPOKEN_KINDS)).fetchall()
                     matched = {row["position"]: {u.label for u in units_in_text(
                         ranked.plan.units, searchable_text(row["kind"], row["text"]))}
                         for row in rows if row["message_id"] in kw}

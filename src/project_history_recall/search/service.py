@@ -206,8 +206,8 @@ def _reply(conn: sqlite3.Connection, hit: Hit, plan: QueryPlan) -> dict | None:
     rows = conn.execute(
         "SELECT e.message_id, e.kind, e.text, e.timestamp FROM entries e "
         "JOIN entries shown ON shown.id = ? AND e.session_id = shown.session_id AND e.position > shown.position "
-        "WHERE e.kind IN ('user', 'assistant') AND e.message_id IS NOT shown.message_id "
-        "ORDER BY e.position LIMIT ?", (hit.entry_id, REPLY_WINDOW)).fetchall()
+        f"WHERE e.kind IN ({', '.join('?' * len(SPOKEN_KINDS))}) AND e.message_id IS NOT shown.message_id "
+        "ORDER BY e.position LIMIT ?", (hit.entry_id, *SPOKEN_KINDS, REPLY_WINDOW)).fetchall()
     answer = next((r for r in rows if r["kind"] != hit.kind), None)
     if answer is None:
         return None
