@@ -100,6 +100,22 @@ def test_hybrid_cannot_reorder_a_confident_keyword_answer() -> None:
     assert gated(close, {"b": 1.0}, {"a": 0.2}, dense_weight=0.5)[0].key == "b"
 
 
+def test_weak_keyword_evidence_lets_semantic_lead() -> None:
+    # keyword's best leads by 50 %, a lead the gate holds, but it matched 10 % of the query's units
+    kw = {"a": 10.0, "b": 5.0}
+    sem = {"b": 1.0, "c": 0.9}
+    weak = gated(kw, sem, {"a": 0.1}, weak_coverage=0.2, weak_dense_weight=0.75)
+    assert [f.key for f in weak] == ["b", "c", "a"]
+    expected = {"a": 0.25, "b": 0.25 * 0.5 + 0.75, "c": 0.75 * 0.9}
+    for f in weak:
+        assert f.score == pytest.approx(expected[f.key])
+    # the same lists with the best covering 20 % of the query: keyword holds its head
+    assert [f.key for f in gated(kw, sem, {"a": 0.2}, weak_coverage=0.2, weak_dense_weight=0.75)][:2] == ["a", "b"]
+    # no weak regime unless asked for (the default), and none when keyword found nothing
+    assert gated(kw, sem, {"a": 0.1})[0].key == "a"
+    assert [f.key for f in gated({}, sem, {}, weak_coverage=0.2)] == ["b", "c"]
+
+
 @settings(max_examples=300)
 @given(kw=positive_maps, sem=score_maps, w=st.floats(0, 1), cov=st.floats(0, 1), pin=st.integers(0, 3))
 def test_gated_properties(kw: dict[int, float], sem: dict[int, float], w: float, cov: float, pin: int) -> None:
@@ -132,4 +148,6 @@ def test_gated_arguments_and_limit() -> None:
         gated({"a": 1.0}, {}, dense_weight=1.5)
     with pytest.raises(ValueError):
         gated({"a": 1.0}, {}, pin=-1)
+    with pytest.raises(ValueError):
+        gated({"a": 1.0}, {}, weak_dense_weight=-0.1)
 

@@ -10,7 +10,11 @@ Deterministic (equal scores are ordered by key):
   relative margin ``(k1 - k2) / k1 ≥ margin`` *or* the top key's coverage of the
   query is ``≥ coverage``, keyword's first ``pin`` keys stay first in keyword
   order and the rest follow in fused order; otherwise the whole list is in fused
-  order. A confident keyword answer can therefore never be reordered.
+  order. A confident keyword answer can therefore never be reordered. Weak keyword
+  evidence is the other end: when keyword's top key covers less than ``weak_coverage``
+  of the query's units, keyword matched a few of its words and no more (a long
+  question, a Chinese one whose bigrams "今天", "开心" match everywhere), so the
+  fusion weighs semantic at ``weak_dense_weight`` and nothing is held.
 
 * :func:`normalize_minmax` and :func:`normalize_by_max` — per-list normalisations
   (scores must be *higher is better*: pass ``-bm25()`` for SQLite FTS5; non-finite
@@ -134,20 +138,23 @@ def gated(
     margin: float = 0.02,
     min_coverage: float = 0.67,
     pin: int = 2,
+    weak_coverage: float = 0.0,
+    weak_dense_weight: float = 0.75,
     limit: int | None = None,
 ) -> list[Fused[K]]:
     """Keyword-gated fusion of per-key scores (see the module doc). ``coverage`` gives the
     share of the query's units each keyword key matches (only the top key's is read)."""
-    if not 0.0 <= dense_weight <= 1.0:
-        raise ValueError("dense_weight must be between 0 and 1")
+    if not (0.0 <= dense_weight <= 1.0 and 0.0 <= weak_dense_weight <= 1.0):
+        raise ValueError("dense_weight and weak_dense_weight must be between 0 and 1")
     if pin < 0:
         raise ValueError("pin must be non-negative")
     kw_clean, sem_clean = _finite(keyword), _finite(semantic)
     kw, sem = normalize_by_max(kw_clean), normalize_by_max(sem_clean)
-    fused = _convex(kw, sem, kw_clean, sem_clean, dense_weight)
     kw_order = ranking(kw_clean)
     top_coverage = (coverage or {}).get(kw_order[0], 0.0) if kw_order else 0.0
-    if keyword_gate(kw_clean, top_coverage, margin=margin, min_coverage=min_coverage).held:
+    weak = bool(kw_order) and top_coverage < weak_coverage
+    fused = _convex(kw, sem, kw_clean, sem_clean, weak_dense_weight if weak else dense_weight)
+    if not weak and keyword_gate(kw_clean, top_coverage, margin=margin, min_coverage=min_coverage).held:
         by_key = {f.key: f for f in fused}
         head = [by_key[key] for key in kw_order[:pin]]
         held = {f.key for f in head}

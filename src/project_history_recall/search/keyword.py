@@ -44,6 +44,11 @@ HYBRID_DENSE_WEIGHT = 0.05
 GATE_MARGIN = 0.02
 GATE_COVERAGE = 0.67
 GATE_PIN = 2
+#: Below this share of the query's units covered by keyword's best session, semantic leads at
+#: :data:`WEAK_DENSE_WEIGHT` (chosen on the tune splits of MADial-Bench zh, REALTALK and swe-small:
+#: bench/REAL_SETS.md, "Weak keyword evidence").
+WEAK_COVERAGE = 0.2
+WEAK_DENSE_WEIGHT = 0.75
 #: Semantic candidates (messages) that hybrid fuses, whatever ``embedding.top_k`` says.
 HYBRID_SEMANTIC_K = 100
 #: Messages kept behind a result's shown one, so that it can show the next best (``also``)
@@ -361,7 +366,8 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     with the coverage credit), S(s) the session's score over the semantic messages
     (no coverage). A confident keyword answer (:data:`GATE_MARGIN` lead or
     :data:`GATE_COVERAGE` of the query's units) keeps keyword's first
-    :data:`GATE_PIN` sessions on top. Each session shows its messages by :func:`with_shown_messages`."""
+    :data:`GATE_PIN` sessions on top; a weak one (under :data:`WEAK_COVERAGE`) lets semantic
+    lead. Each session shows its messages by :func:`with_shown_messages`."""
     for hit in semantic:
         hit.score = hit.semantic_score
     kw_sessions = keyword.scores
@@ -369,7 +375,8 @@ def hybrid_sessions(keyword: KeywordSessions, semantic: list[Hit], limit: int) -
     kw_top = ranking(kw_sessions)[:1]
     coverage = {sid: keyword.coverage(sid) for sid in kw_top}
     order = gated(kw_sessions, sem_sessions, coverage, dense_weight=HYBRID_DENSE_WEIGHT, margin=GATE_MARGIN,
-                  min_coverage=GATE_COVERAGE, pin=GATE_PIN, limit=limit)
+                  min_coverage=GATE_COVERAGE, pin=GATE_PIN, weak_coverage=WEAK_COVERAGE,
+                  weak_dense_weight=WEAK_DENSE_WEIGHT, limit=limit)
     return with_shown_messages([(item.key, item.score) for item in order], keyword, semantic)
 
 
