@@ -63,7 +63,7 @@ def foreign_control(query: dict, asked_in: str, asking_session: str, category: s
     """A negative control: ``query``'s question asked from another project's asking session,
     where nothing answers it (its id says where it came from and where it is asked)."""
     return {"id": f"{query['id']}-asked-in-{asked_in}", "query": query["query"], "current_session": asking_session,
-            "gold_sessions": [], "lang": "en", "category": category}
+            "gold_sessions": [], "lang": query.get("lang", "en"), "category": category}
 
 
 def write_set(path: Path, name: str, projects: list[dict], sessions: list[dict], queries: list[dict]) -> dict:
