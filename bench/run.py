@@ -374,14 +374,15 @@ def real_corpus(run_dir: Path, embed: bool) -> dict:
     from project_history_recall.recall import Recall
 
     from .datasets import swe_trajs
+    from .datasets.realcommon import OUT_DIR
     from .eval_retrieval import no_git
     from .evalset import EvalSet, build_home
 
-    path = swe_trajs.OUT_DIR / "swe-heldout.json"
+    path = OUT_DIR / "swe-heldout.json"
     if not path.exists():
         if not swe_trajs.DEFAULT_SOURCE.exists():
             return {"status": "skipped", "note": f"no snapshot at {swe_trajs.DEFAULT_SOURCE} (and no {path})"}
-        swe_trajs.convert(swe_trajs.DEFAULT_SOURCE, swe_trajs.OUT_DIR, None, "swe")
+        swe_trajs.convert(swe_trajs.DEFAULT_SOURCE, OUT_DIR, None, "swe")
     evalset = EvalSet.load(path)
     home = run_dir / "real-home"
     if home.exists():

@@ -36,13 +36,12 @@ Command (deterministic; reads the fetched snapshot, a bare git dir, or a checkou
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .realcommon import MIRRORS, OUT_DIR, Snapshot, foreign_control, session_id, stable_hash, write_set
+from .realcommon import MIRRORS, Snapshot, converter_arguments, foreign_control, session_id, stable_hash, write_set
 
 DEFAULT_SOURCE = MIRRORS / "hejunqing+MADial-Bench" / "repo"
 MEMORY_FILE = "data/ch/MADial-Bench-zh-memory.json"
@@ -86,7 +85,11 @@ def convert(source: Path, out: Path) -> dict:
         who = next((w for w, _ in chat_lines(chat["dialogue"]) if w and w != ASSISTANT), None)
         if who:
             names.setdefault(int(chat["user-id"]), who)
-    projects, asking, sessions, session_of, withheld = {}, {}, [], {}, set()
+    projects: dict[int, dict] = {}
+    asking: dict[int, dict] = {}
+    sessions: list[dict] = []
+    session_of: dict[str, str] = {}
+    withheld: set[str] = set()
     for user in sorted(names):
         folder = f"/home/dev/madial/{names[user].lower()}"
         projects[user] = {"name": f"madial-{names[user].lower()}", "folders": [folder], "primary_path": folder}
@@ -137,13 +140,9 @@ def convert(source: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
-    parser.add_argument("--out", type=Path, default=OUT_DIR)
-    args = parser.parse_args(argv)
+    args = converter_arguments(__doc__, DEFAULT_SOURCE).parse_args(argv)
     print(json.dumps(convert(args.source, args.out), indent=1, ensure_ascii=False))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

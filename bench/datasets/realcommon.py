@@ -8,6 +8,7 @@ Nothing here touches the network. Converted sets go to ``bench/out/real/``
 
 from __future__ import annotations
 
+import argparse
 import hashlib
 import json
 import subprocess
@@ -57,6 +58,14 @@ class Snapshot:
             return "worktree"
         return subprocess.run(["git", f"--git-dir={self.root}", "rev-parse", "HEAD"], check=True,
                               capture_output=True, text=True).stdout.strip()
+
+
+def converter_arguments(doc: str, default_source: Path) -> argparse.ArgumentParser:
+    """The command line every converter shares: ``--source`` (the fetched snapshot) and ``--out``."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    parser.add_argument("--source", type=Path, default=default_source)
+    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    return parser
 
 
 def foreign_control(query: dict, asked_in: str, asking_session: str, category: str) -> dict:

@@ -47,13 +47,12 @@ Command (deterministic; reads the fetched snapshot, a bare git dir, or a checkou
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
 
-from .realcommon import MIRRORS, OUT_DIR, Snapshot, foreign_control, session_id, stable_hash, write_set
+from .realcommon import MIRRORS, Snapshot, converter_arguments, foreign_control, session_id, stable_hash, write_set
 
 DEFAULT_SOURCE = MIRRORS / "danny911kr+REALTALK" / "repo"
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "inference"}
@@ -165,13 +164,9 @@ def convert(source: Path, out: Path) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
-    parser.add_argument("--out", type=Path, default=OUT_DIR)
-    args = parser.parse_args(argv)
+    args = converter_arguments(__doc__, DEFAULT_SOURCE).parse_args(argv)
     print(json.dumps(convert(args.source, args.out), indent=1))
     return 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

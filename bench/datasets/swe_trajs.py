@@ -44,13 +44,12 @@ Command (deterministic)::
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 from collections import defaultdict
 from pathlib import Path
 
-from .realcommon import MIRRORS, OUT_DIR, Snapshot, foreign_control, session_id, stable_hash, write_set
+from .realcommon import MIRRORS, Snapshot, converter_arguments, foreign_control, session_id, stable_hash, write_set
 
 DEFAULT_SOURCE = MIRRORS / "gruckion+mini-swe-agent" / "repo"
 TRAJ_DIR = "swebench_results/20251118_gemini-3-pro-74pct/trajs"
@@ -207,9 +206,7 @@ def convert(source: Path, out: Path, max_per_project: int | None, name: str) -> 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--source", type=Path, default=DEFAULT_SOURCE)
-    parser.add_argument("--out", type=Path, default=OUT_DIR)
+    parser = converter_arguments(__doc__, DEFAULT_SOURCE)
     parser.add_argument("--max-per-project", type=int, default=None)
     parser.add_argument("--name", default="swe")
     args = parser.parse_args(argv)
