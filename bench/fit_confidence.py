@@ -221,6 +221,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--heldout", nargs="*", type=Path, default=[], metavar="SET.json")
     parser.add_argument("--reuse", action="store_true", help="read the cached signals instead of re-running")
     parser.add_argument("--json", type=Path, help="write the fitted tables and the figures here")
+    parser.add_argument("--keep-tables", action="store_true",
+                        help="fit nothing: the library's tables with their thresholds on the TUNE sets "
+                             "(how confidence.py's low_cjk was read off the Chinese tune set)")
     args = parser.parse_args(argv)
 
     records: dict[str, dict] = {}
@@ -240,7 +243,11 @@ def main(argv: list[str] | None = None) -> int:
         firsts = [(results[0][1], results[0][0]) for _s, _q, results in fit_queries]
         if not firsts:
             continue
-        if which.startswith("contrast"):
+        if args.keep_tables:
+            kept = _models()[table]
+            model = {"features": kept.features, "mean": kept.mean, "std": kept.std, "weights": kept.weights,
+                     "bias": kept.bias}
+        elif which.startswith("contrast"):
             # which signals tell a negative control's results from right answers, then how
             # likely a first result with them is right: the same logistic form, scaled (Platt)
             right = [(results[0][1], True) for _s, q, results in fit_queries if not q["negative"] and results[0][0]]

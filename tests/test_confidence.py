@@ -23,6 +23,21 @@ def test_the_score_rises_with_the_evidence_and_levels_follow_the_thresholds() ->
     assert Assessment(0.5, LOW).level == LOW
 
 
+def test_a_chinese_question_is_read_against_its_own_threshold() -> None:
+    # a score between the two thresholds: low for an English question, medium for a Chinese one
+    model = MODELS["hybrid"]
+    assert model.low_cjk is not None and model.low_cjk < model.low
+    english = Signals(cjk_share=0.0)
+    chinese = Signals(cjk_share=0.9)
+    between = (model.low_cjk + model.low) / 2
+    assert model.level(between, english) == LOW
+    assert model.level(between, chinese) == "medium"
+    assert model.level(model.low_cjk / 2, chinese) == LOW
+    assert model.level(between) == LOW  # no signals: the general threshold
+    mixed = Signals(cjk_share=0.4)  # an English question quoting a Chinese word or two
+    assert model.level(between, mixed) == LOW
+
+
 @pytest.fixture()
 def h(tmp_path):
     h = History(tmp_path / "hermes")
@@ -283,3 +298,18 @@ def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, m
             assert keyword.elsewhere(conn, plan_query("zanzibar"), scope, set()).words > 0.0
     finally:
         history.close()
+
+
+def test_a_chinese_question_carries_its_script_into_the_signals(tmp_path):
+    h = History(tmp_path / "hermes")
+    repo = git_init(tmp_path / "repo")
+    h.session("zh", repo, "我今天在动物园看到了大熊猫，感到非常开心", "真好")
+    h.session("en", repo, "the zoo trip was fun", "nice")
+    h.session("now", repo)
+    recall = h.recall(probe=lambda cwd: (str(repo), "main"))
+    recall.refresh()
+    chinese = explained(recall, "now", "你还记得我们去动物园看大熊猫吗 zoo")
+    english = explained(recall, "now", "what did we see at the zoo")
+    assert chinese.results and english.results
+    assert all(s.cjk_share > 0.8 for s in chinese.signals)
+    assert all(s.cjk_share == 0.0 for s in english.signals)

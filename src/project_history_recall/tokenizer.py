@@ -37,6 +37,7 @@ _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # made of letters/digits joined by - _ . / :). Letters exclude CJK so that a
 # CJK/ASCII boundary always splits.
 _WORD = r"[^\W_" + _CJK + r"]"
+_CJK_CHARACTER = re.compile(f"[{_CJK}]")
 _SCAN = re.compile(
     rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
@@ -213,6 +214,11 @@ class QueryPlan:
 
     def match_all(self) -> str:
         return " AND ".join(u.fts for u in self.units)
+
+
+def in_cjk_script(text: str) -> bool:
+    """Whether ``text`` (a unit's label) has a Chinese or Japanese character."""
+    return _CJK_CHARACTER.search(text) is not None
 
 
 def plan_query(query: str) -> QueryPlan:

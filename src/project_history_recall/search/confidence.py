@@ -32,6 +32,14 @@ largest threshold under which fewer than 5 % of the tune queries whose first res
 would have every result flagged (a result said inside the question's time is never low:
 :func:`~.temporal.vouch`), on each tune set; ``high`` the smallest above which at least 90 % of
 first results are right (pooled tune).
+All three tables score a Chinese question lower, right answers and wrong alike (a long one's
+bigrams cover little of it), so the English ``low`` said "no confident match" to most right
+Chinese answers. ``low_cjk``, the threshold for a question mostly in Chinese or Japanese script,
+is the same rule on the one Chinese tune set, the tables kept::
+
+    python -m bench.fit_confidence bench/out/real/madial-zh-tune.json --keep-tables
+
+(MADial-Bench zh: 29 right first results and 22 negatives in hybrid, ``docs/benchmarks.md``, "Stop 44").
 Held-out figures: ``docs/benchmarks.md``; refit when the ranking or the default model changes.
 """
 
@@ -41,6 +49,8 @@ import math
 from dataclasses import dataclass
 
 HIGH, MEDIUM, LOW = "high", "medium", "low"
+#: A question whose units are at least this share Chinese or Japanese reads :attr:`Model.low_cjk`.
+CJK_QUESTION = 0.5
 
 
 @dataclass(frozen=True)
@@ -60,7 +70,9 @@ class Signals:
     message: two sources that rank independently picking the same session is evidence neither
     score shows alone (another project's or a withheld session's question mostly splits them);
     ``elsewhere_words`` / ``elsewhere_code``: how much of the query's words / code-like units
-    only sessions outside the scope match (:func:`~.keyword.elsewhere`)."""
+    only sessions outside the scope match (:func:`~.keyword.elsewhere`); ``cjk_share``: the share
+    of the query's units in Chinese or Japanese script (no table weighs it: it picks the threshold,
+    :meth:`Model.level`)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -74,6 +86,7 @@ class Signals:
     agree: float = 0.0
     elsewhere_words: float = 0.0
     elsewhere_code: float = 0.0
+    cjk_share: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,10 @@ class Model:
     bias: float
     low: float
     high: float
+    #: ``low`` for a question mostly in Chinese or Japanese script (``cjk_share`` at least
+    #: :data:`CJK_QUESTION`): the tables were fitted on English questions, and a Chinese one's
+    #: bigrams cover less of it, so right and wrong answers alike score lower (None: ``low``)
+    low_cjk: float | None = None
 
     def probability(self, signals: Signals) -> float:
         # getattr, not dataclasses.astuple: that deep-copies every field, most of the cost of
@@ -95,8 +112,10 @@ class Model:
                             zip(self.features, self.mean, self.std, self.weights, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
-    def level(self, probability: float) -> str:
-        if probability < self.low:
+    def level(self, probability: float, signals: Signals | None = None) -> str:
+        """``low`` under the question's threshold (``signals`` tell its script), ``high`` from ``high``."""
+        chinese = signals is not None and self.low_cjk is not None and signals.cjk_share >= CJK_QUESTION
+        if probability < (self.low_cjk if chinese and self.low_cjk is not None else self.low):
             return LOW
         return HIGH if probability >= self.high else MEDIUM
 
@@ -119,7 +138,7 @@ MODELS: dict[str, Model] = {
               0.49897, 0.20472, 0.05063),
         weights=(0.2827, 0.8935, 0.1272, 0.0143, 0.2362, -0.1033,
               0.152, -0.4855, -0.5422),
-        bias=0.7744, low=0.285, high=0.754),
+        bias=0.7744, low=0.285, high=0.754, low_cjk=0.165),
     "keyword": Model(
         features=('coverage',
                   'keyword_per_unit',
@@ -134,7 +153,7 @@ MODELS: dict[str, Model] = {
               0.09113),
         weights=(0.2231, 0.811, 1.0107, 0.4299, -0.1102, -0.4713,
               -0.5194),
-        bias=-1.7415, low=0.2825, high=0.73),
+        bias=-1.7415, low=0.2825, high=0.73, low_cjk=0.17),
     "semantic": Model(
         features=('session_cosine',
                   'top_cosine',
@@ -142,7 +161,7 @@ MODELS: dict[str, Model] = {
         mean=(0.31778, 0.41612, 0.12873),
         std=(0.10904, 0.11291, 0.06416),
         weights=(1.8417, -1.5933, 0.5628),
-        bias=-2.1972, low=0.2025, high=0.822),
+        bias=-2.1972, low=0.2025, high=0.822, low_cjk=0.2675),
 }
 # fmt: on
 
@@ -162,7 +181,7 @@ class Assessment:
 
 def assess(model: Model, signals: Signals) -> Assessment:
     p = model.probability(signals)
-    return Assessment(round(p, 3), model.level(p))
+    return Assessment(round(p, 3), model.level(p, signals))
 
 
 def nothing_confident(assessments: list[Assessment]) -> bool:

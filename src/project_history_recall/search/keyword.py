@@ -31,7 +31,7 @@ from project_history_recall.search.message_choice import (
     voice,
 )
 from project_history_recall.search.scope import Filters
-from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, units_in_text
+from project_history_recall.tokenizer import JOINERS, QueryPlan, Unit, in_cjk_script, units_in_text
 
 CANDIDATES = 300
 
@@ -461,6 +461,7 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
     floor = min(cosines, default=0.0)
     units = max(1, len(plan.units))
     missing = 1.0 - len(keyword.reachable()) / units if plan.units else 0.0
+    cjk_share = sum(in_cjk_script(u.label) for u in plan.units) / units
     out = []
     for r in results:
         k = kw_sessions.get(r.session_id, 0.0)
@@ -470,5 +471,5 @@ def result_signals(results: list[SessionResult], keyword: KeywordSessions, seman
             margin=margin if k > 0 and r.session_id == leader else 0.0,
             session_cosine=session_cosine.get(r.session_id, floor), top_cosine=top, cosine_gap=gap,
             missing=missing, query_units=float(len(plan.units)), elsewhere_words=outside.words,
-            elsewhere_code=outside.code))
+            elsewhere_code=outside.code, cjk_share=cjk_share))
     return out
