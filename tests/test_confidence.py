@@ -300,16 +300,10 @@ def test_a_common_word_that_a_small_scope_also_uses_is_not_elsewhere(tmp_path, m
         history.close()
 
 
-def test_a_chinese_question_carries_its_script_into_the_signals(tmp_path):
-    h = History(tmp_path / "hermes")
-    repo = git_init(tmp_path / "repo")
-    h.session("zh", repo, "我今天在动物园看到了大熊猫，感到非常开心", "真好")
-    h.session("en", repo, "the zoo trip was fun", "nice")
-    h.session("now", repo)
-    recall = h.recall(probe=lambda cwd: (str(repo), "main"))
-    recall.refresh()
-    chinese = explained(recall, "now", "你还记得我们去动物园看大熊猫吗 zoo")
-    english = explained(recall, "now", "what did we see at the zoo")
+def test_a_chinese_question_carries_its_script_into_the_signals(h):
+    recall = refreshed(h)
+    chinese = explained(recall, "now", "我们上次怎么回滚 heron 部署的")
+    english = explained(recall, "now", "how do we roll back the heron deploy")
     assert chinese.results and english.results
     assert all(s.cjk_share > 0.8 for s in chinese.signals)
     assert all(s.cjk_share == 0.0 for s in english.signals)
