@@ -32,10 +32,11 @@ largest threshold under which fewer than 5 % of the tune queries whose first res
 would have every result flagged (a result said inside the question's time is never low:
 :func:`~.temporal.vouch`), on each tune set; ``high`` the smallest above which at least 90 % of
 first results are right (pooled tune).
-All three tables score a Chinese question lower, right answers and wrong alike (a long one's
-bigrams cover little of it), so the English ``low`` said "no confident match" to most right
-Chinese answers. ``low_cjk``, the threshold for a question mostly in Chinese or Japanese script,
-is the same rule on the one Chinese tune set, the tables kept::
+The hybrid and keyword tables score a Chinese question lower, right answers and wrong alike (a
+long one's bigrams cover little of it), so the English ``low`` said "no confident match" to most
+right Chinese answers (the semantic table, which reads cosines only, a little higher). ``low_cjk``,
+the threshold for a question mostly in Chinese or Japanese script, is the same rule on the one
+Chinese tune set, the tables kept::
 
     python -m bench.fit_confidence bench/out/real/madial-zh-tune.json --keep-tables
 
@@ -72,7 +73,7 @@ class Signals:
     ``elsewhere_words`` / ``elsewhere_code``: how much of the query's words / code-like units
     only sessions outside the scope match (:func:`~.keyword.elsewhere`); ``cjk_share``: the share
     of the query's units in Chinese or Japanese script (no table weighs it: it picks the threshold,
-    :meth:`Model.level`)."""
+    :meth:`Model.threshold`)."""
 
     coverage: float = 0.0
     keyword_per_unit: float = 0.0
@@ -101,8 +102,7 @@ class Model:
     low: float
     high: float
     #: ``low`` for a question mostly in Chinese or Japanese script (``cjk_share`` at least
-    #: :data:`CJK_QUESTION`): the tables were fitted on English questions, and a Chinese one's
-    #: bigrams cover less of it, so right and wrong answers alike score lower (None: ``low``)
+    #: :data:`CJK_QUESTION`): the tables were fitted on English questions (module doc; None: ``low``)
     low_cjk: float | None = None
 
     def probability(self, signals: Signals) -> float:
@@ -112,10 +112,14 @@ class Model:
                             zip(self.features, self.mean, self.std, self.weights, strict=True))
         return 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, z))))
 
+    def threshold(self, signals: Signals | None = None) -> float:
+        """``low``, or ``low_cjk`` when ``signals`` are a question's mostly in CJK script."""
+        if signals is not None and self.low_cjk is not None and signals.cjk_share >= CJK_QUESTION:
+            return self.low_cjk
+        return self.low
+
     def level(self, probability: float, signals: Signals | None = None) -> str:
-        """``low`` under the question's threshold (``signals`` tell its script), ``high`` from ``high``."""
-        chinese = signals is not None and self.low_cjk is not None and signals.cjk_share >= CJK_QUESTION
-        if probability < (self.low_cjk if chinese and self.low_cjk is not None else self.low):
+        if probability < self.threshold(signals):
             return LOW
         return HIGH if probability >= self.high else MEDIUM
 
