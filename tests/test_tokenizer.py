@@ -148,3 +148,11 @@ def test_a_run_of_sound_marks_and_middle_dots_finds_itself():
 def test_every_query_unit_is_something_fts5_reads(value):
     terms = _fts_terms([" ".join(alt) for unit in plan_query(value).units for alt in unit.alternatives])
     assert all(terms), (value, plan_query(value).units)
+
+
+def test_a_long_chinese_question_keeps_the_words_at_its_end() -> None:
+    # a chat line of 48 characters is 47 bigrams (44 units without the stop bigrams); what it asks
+    # about often comes last
+    question = "我今天早上起床以后先去了公园散步然后又去超市买了很多东西回家以后做了午饭下午我们讨论了数据库迁移"
+    labels = [u.label for u in plan_query(question).units]
+    assert "迁移" in labels and "数据" in labels

@@ -216,6 +216,13 @@ class QueryPlan:
         return " AND ".join(u.fts for u in self.units)
 
 
+#: Units a query keeps (its first ones): each costs the keyword search a lookup, and a long
+#: Chinese question is all bigrams (a chat line of 60 characters has about 60 of them). 32 cut
+#: most of MADial-Bench's Chinese questions (median 58 units) in half; 64 keeps them
+#: (docs/benchmarks.md, "Stop 44").
+MAX_QUERY_UNITS = 64
+
+
 def in_cjk_script(text: str) -> bool:
     """Whether ``text`` (a unit's label) has a Chinese or Japanese character."""
     return _CJK_CHARACTER.search(text) is not None
@@ -258,7 +265,7 @@ def plan_query(query: str) -> QueryPlan:
         add(Unit(whole, alternatives), not parts and whole in _ENGLISH_STOPWORDS)
     if not units:
         units = stopped
-    return QueryPlan(tuple(units[:32]), tuple(dict.fromkeys(substrings))[:8])
+    return QueryPlan(tuple(units[:MAX_QUERY_UNITS]), tuple(dict.fromkeys(substrings))[:8])
 
 
 def _fts_reads(gram: str) -> bool:
