@@ -80,9 +80,10 @@ def convert(source: Path, out: Path) -> dict:
     snap = Snapshot(source)
     events = {str(key): value for entry in _json_lines(snap.read(MEMORY_FILE)) for key, value in entry.items()}
     chats = _json_lines(snap.read(DIALOGUE_FILE))
+    turns = [chat_lines(chat["dialogue"]) for chat in chats]
     names: dict[int, str] = {}
-    for chat in chats:
-        who = next((w for w, _ in chat_lines(chat["dialogue"]) if w and w != ASSISTANT), None)
+    for chat, lines in zip(chats, turns, strict=True):
+        who = next((w for w, _ in lines if w and w != ASSISTANT), None)
         if who:
             names.setdefault(int(chat["user-id"]), who)
     projects: dict[int, dict] = {}
@@ -110,8 +111,8 @@ def convert(source: Path, out: Path) -> dict:
                         "started_at": asked, "messages": []}
     splits: dict[str, dict[int, list[dict]]] = {"tune": {u: [] for u in names}, "heldout": {u: [] for u in names}}
     dropped = 0
-    for n, chat in enumerate(chats):
-        user, lines, relevant = int(chat["user-id"]), chat_lines(chat["dialogue"]), chat.get("relevant-id") or []
+    for n, (chat, lines) in enumerate(zip(chats, turns, strict=True)):
+        user, relevant = int(chat["user-id"]), chat.get("relevant-id") or []
         first_test = min(chat.get("test-turn") or [len(lines)])
         text = " ".join(t for w, t in lines[:first_test] if w and w != ASSISTANT and t)
         gold = str(relevant[0]) if relevant else None
@@ -143,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     args = converter_arguments(__doc__, DEFAULT_SOURCE).parse_args(argv)
     print(json.dumps(convert(args.source, args.out), indent=1, ensure_ascii=False))
     return 0
+
 
 if __name__ == "__main__":
     raise SystemExit(main())
