@@ -35,10 +35,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 
+from project_history_recall.tokenizer import CJK_RANGES
+
 CHUNKER_VERSION = 1
 MAX_UNIT_CHARS = 64
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_UNITS = re.compile(rf"(?P<cjk>[{_CJK}])|(?P<word>[^\W_{_CJK}]+)|(?P<space>\s+)|(?P<other>.)", re.DOTALL)
+_UNITS = re.compile(rf"(?P<cjk>[{CJK_RANGES}])|(?P<word>[^\W_{CJK_RANGES}]+)|(?P<space>\s+)|(?P<other>.)", re.DOTALL)
 _SENTENCE_END = frozenset(".!?。！？；;…")
 _WHITESPACE = re.compile(r"\s+")
 

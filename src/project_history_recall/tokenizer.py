@@ -31,15 +31,17 @@ TOKENIZER_VERSION = 1
 #: folds English inflections (``timeouts`` → ``timeout``) identically on both sides.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2 tokenchars '-_./:'"
 
-_CJK = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: The CJK script as character-class ranges (kana, Han, compatibility ideographs): the index
+#: reads it as bigrams, and the chunker counts a token a character.
+CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 # A run of CJK characters, or a word that may be a compound identifier (parts
 # made of letters/digits joined by - _ . / :). Letters exclude CJK so that a
 # CJK/ASCII boundary always splits.
-_WORD = r"[^\W_" + _CJK + r"]"
-_CJK_CHARACTER = re.compile(f"[{_CJK}]")
+_WORD = r"[^\W_" + CJK_RANGES + r"]"
+_CJK_CHARACTER = re.compile(f"[{CJK_RANGES}]")
 _SCAN = re.compile(
-    rf"(?P<cjk>[{_CJK}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
+    rf"(?P<cjk>[{CJK_RANGES}]+)|(?P<word>_*{_WORD}+(?:[_\-./:]+{_WORD}+)*_*)",
 )
 #: Characters that join word parts into one identifier or path (``snake_case``, ``a/b.py``).
 JOINERS = "_-./:"
@@ -310,7 +312,7 @@ _RARE_SPACES = "\x0b\x0c\x1c\x1d\x1e\x1f"
 _MAX_PROBES = 32
 #: Characters that are neither ASCII, nor in a word, nor CJK (``→ ✓ — ’ …``): ``_SCAN`` skips them
 #: as it skips a space, so a space in their place leaves the token stream as it is.
-_SYMBOLS = re.compile(rf"[^\x00-\x7f\w{_CJK}]")
+_SYMBOLS = re.compile(rf"[^\x00-\x7f\w{CJK_RANGES}]")
 
 
 def units_in_text(units: tuple[Unit, ...], text: str) -> list[Unit]:
