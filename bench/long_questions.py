@@ -16,13 +16,12 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 
 from .corpus import DEFAULT_SEED, SIZES, ensure_corpus
 from .evalset import EvalSet
 from .machine import machine
-from .run import OUT
+from .run import OUT, search_rounds
 from .stats import best_of_rounds, latency_summary
 
 QUESTIONS = Path(__file__).parent / "datasets" / "madial-zh-heldout.json"
@@ -31,16 +30,7 @@ QUESTIONS = Path(__file__).parent / "datasets" / "madial-zh-heldout.json"
 def passes(home: Path, asker: str, questions: list[str], mode: str, rounds: int) -> dict:
     from project_history_recall.recall import Recall
 
-    recall = Recall(home)
-    recall.search(questions[0], session_id=asker, mode=mode, limit=10)
-    timings: list[list[float]] = []
-    for _ in range(rounds):
-        times = []
-        for question in questions:
-            clock = time.perf_counter()
-            recall.search(question, session_id=asker, mode=mode, limit=10)
-            times.append(time.perf_counter() - clock)
-        timings.append(times)
+    timings = search_rounds(Recall(home), asker, questions, mode, rounds)
     return {"first_pass": latency_summary(timings[0]), "fastest_of_rounds": latency_summary(best_of_rounds(timings))}
 
 

@@ -365,6 +365,21 @@ def embedding_figures(home: Path) -> dict:
 REAL_ROUNDS = 3
 
 
+def search_rounds(recall, session_id: str, queries: list[str], mode: str, rounds: int) -> list[list[float]]:
+    """Each pass's search times (seconds) of ``queries`` from ``session_id``, after one untimed
+    search (loading a model is not a query's latency)."""
+    recall.search(queries[0], session_id=session_id, mode=mode, limit=10)
+    passes = []
+    for _ in range(rounds):
+        times = []
+        for query in queries:
+            clock = time.perf_counter()
+            recall.search(query, session_id=session_id, mode=mode, limit=10)
+            times.append(time.perf_counter() - clock)
+        passes.append(times)
+    return passes
+
+
 def real_corpus(run_dir: Path, embed: bool) -> dict:
     """Latency on real agent trajectories (issue 17.1): the 435 mini-swe-agent SWE-bench runs of
     :mod:`bench.datasets.swe_trajs` (34,761 messages, long shell outputs and heredocs), converted
@@ -402,15 +417,7 @@ def real_corpus(run_dir: Path, embed: bool) -> dict:
     queries = [q.query for q in evalset.queries if q.current_session == current]
     figures["largest_project"] = {"current_session": current, "queries": len(queries)}
     for mode in modes:
-        recall.search(queries[0], session_id=current, mode=mode, limit=10)
-        rounds = []
-        for _ in range(REAL_ROUNDS):
-            times = []
-            for query in queries:
-                clock = time.perf_counter()
-                recall.search(query, session_id=current, mode=mode, limit=10)
-                times.append(time.perf_counter() - clock)
-            rounds.append(times)
+        rounds = search_rounds(recall, current, queries, mode, REAL_ROUNDS)
         figures["largest_project"][mode] = {
             **latency_summary(rounds[0]),
             "rounds_p95_ms": [latency_summary(times)["p95_ms"] for times in rounds],
