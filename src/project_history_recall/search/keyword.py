@@ -217,10 +217,11 @@ def elsewhere(conn: sqlite3.Connection, plan: QueryPlan, session_ids: list[str],
     words = code = 0.0
     try:
         for unit in missing:
-            matches = [row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES + 1))]
-            if len(matches) > ELSEWHERE_MATCHES:
+            # counted first: the count reads the unit's postings alone, the sessions are read
+            # through each match's entry (a pasted log's common words were most of a search)
+            if _matches(conn, unit.fts, ELSEWHERE_MATCHES) > ELSEWHERE_MATCHES:
                 continue
-            sessions = set(matches)
+            sessions = {row[0] for row in conn.execute(sql, (unit.fts, ELSEWHERE_MATCHES + 1))}
             if sessions and sessions.isdisjoint(in_scope):
                 if _CODE_MARKS.isdisjoint(unit.label):
                     words += math.log1p(len(sessions))
