@@ -223,11 +223,11 @@ class QueryPlan:
 #: most of MADial-Bench's Chinese questions (median 58 units) in half; 64 keeps them
 #: (docs/benchmarks.md, "Stop 44").
 MAX_QUERY_UNITS = 64
-#: A question with more units than this does not look for its lone CJK characters. In a few words
-#: a lone character may be what it asks about ("锁"); in a sentence it is a particle between two
-#: commas ("我", "嗯") that most Chinese messages have, and no index holds single characters, so
-#: looking for it reads every entry in scope: at M, 40 ms of a long question's search for the same
-#: answers (MADial-Bench zh, docs/benchmarks.md, "Stop 45").
+#: A question with more CJK units than this does not look for its lone CJK characters. In a few
+#: words, or in an English sentence, a lone character may be what it asks about ("锁"); in a Chinese
+#: sentence it is a particle between two commas ("我", "嗯") that most Chinese messages have, and no
+#: index holds single characters, so looking for it reads every entry in scope: at M, 40 ms of a long
+#: question's search for the same answers (MADial-Bench zh, docs/benchmarks.md, "Stop 45").
 LONE_CHARACTER_UNITS = 8
 
 
@@ -273,7 +273,7 @@ def plan_query(query: str) -> QueryPlan:
         add(Unit(whole, alternatives), not parts and whole in _ENGLISH_STOPWORDS)
     if not units:
         units = stopped
-    if len(units) > LONE_CHARACTER_UNITS:
+    if sum(in_cjk_script(u.label) for u in units) > LONE_CHARACTER_UNITS:
         substrings = []
     return QueryPlan(tuple(units[:MAX_QUERY_UNITS]), tuple(dict.fromkeys(substrings))[:8])
 
