@@ -62,7 +62,8 @@ def test_single_cjk_character_query_falls_back_to_substring():
 
 def test_a_lone_character_is_looked_for_in_a_short_or_english_question_not_in_a_chinese_sentence():
     assert plan_query("数据库 锁").substrings == ("锁",)
-    assert plan_query("we moved the payments retry client config behind the 锁 feature flag in staging yesterday").substrings == ("锁",)
+    english = "we moved the payments retry client config behind the 锁 feature flag in staging yesterday"
+    assert plan_query(english).substrings == ("锁",)
     sentence = "嗯，我今天早上起床以后先去了公园散步，然后又去超市买了很多东西"
     assert plan_query(sentence).units and not plan_query(sentence).substrings
 
