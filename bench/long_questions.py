@@ -9,7 +9,7 @@ home ``python -m bench.run --size M --embed`` leaves:
 * ``chinese``: MADial-Bench's chat lines (the committed ``bench/datasets/madial-zh-heldout.json``),
   a median 58 units (every bigram is one); they find other topics' messages;
 * ``pasted``: what a user pastes from a terminal: the first 1,500 characters of every fourth of
-  the home's first 400 tool outputs of at least 1,000 characters (35 to 64 units).
+  the home's first 352 tool outputs of at least 1,000 characters (35 to 64 units).
 
 What is measured is the cost, not the answers. Prints the first pass and each question's fastest
 of ``--rounds`` passes (:func:`~bench.stats.best_of_rounds`), with the machine.
@@ -38,13 +38,13 @@ def pasted(state_db: Path, n: int = 88) -> list[str]:
     """Tool outputs as a user would paste them (the text of Hermes's ``{"content": ...}`` wrapper)."""
     with contextlib.closing(sqlite3.connect(f"file:{state_db}?mode=ro", uri=True)) as conn:
         rows = conn.execute("SELECT content FROM messages WHERE role = 'tool' AND length(content) >= 1000 "
-                            "ORDER BY id LIMIT ?", (n * 4 + 48,)).fetchall()
+                            "ORDER BY id LIMIT ?", (n * 4,)).fetchall()
     texts = []
     for (content,) in rows:
         with contextlib.suppress(ValueError, AttributeError):
             content = json.loads(content).get("content", content)
         texts.append(content[:PASTED_CHARS])
-    return texts[::4][:n]
+    return texts[::4]
 
 
 def passes(home: Path, asker: str, questions: list[str], mode: str, rounds: int) -> dict:

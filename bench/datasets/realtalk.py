@@ -168,5 +168,6 @@ def main(argv: list[str] | None = None) -> int:
     print(json.dumps(convert(args.source, args.out), indent=1))
     return 0
 
+
 if __name__ == "__main__":
     raise SystemExit(main())
