@@ -31,10 +31,11 @@ TOKENIZER_VERSION = 1
 #: folds English inflections (``timeouts`` → ``timeout``) identically on both sides.
 FTS_TOKENIZE = "porter unicode61 remove_diacritics 2 tokenchars '-_./:'"
 
-#: The CJK script as character-class ranges (kana, Han, compatibility ideographs): the index
-#: reads it as bigrams, and the chunker counts a token a character.
-CJK_RANGES = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_HAN = re.compile("[\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
+_HAN_RANGES = "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+#: The CJK script as character-class ranges (kana, then Han and compatibility ideographs): the
+#: index reads it as bigrams, and the chunker counts a token a character.
+CJK_RANGES = "\u3040-\u30ff" + _HAN_RANGES
+_HAN = re.compile(f"[{_HAN_RANGES}]")
 # A run of CJK characters, or a word that may be a compound identifier (parts
 # made of letters/digits joined by - _ . / :). Letters exclude CJK so that a
 # CJK/ASCII boundary always splits.
